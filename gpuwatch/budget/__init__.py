@@ -1,0 +1,1 @@
+"""The analytic memory budget: what a model needs on each GPU, before it is launched."""

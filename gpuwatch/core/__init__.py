@@ -1,0 +1,1 @@
+"""Plain data shared by every layer: snapshots, units, and the bounded history."""

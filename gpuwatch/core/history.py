@@ -1,0 +1,174 @@
+"""Bounded, preallocated history of snapshots: numpy ring buffers per GPU and per process.
+
+Memory is fixed up front for GPUs (no growth over a long session) and bounded for
+processes (each process ring grows by doubling up to the GPU capacity, and only the
+most recently seen ``max_processes`` are kept). See ``docs/history.md`` for figures.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuwatch.core.snapshot import GpuSample, Snapshot
+
+DAY_AT_1HZ = 24 * 3600
+
+# Column name -> dtype. Byte counts stay float64 (exact to 2**53 B, and NaN means unknown).
+GPU_COLUMNS: Mapping[str, type] = {
+    "timestamp_s": np.float64,
+    "used_bytes": np.float64,
+    "reserved_bytes": np.float64,
+    "total_bytes": np.float64,
+    "gpu_util_percent": np.float32,
+    "memory_busy_percent": np.float32,
+    "estimated_bandwidth_bytes_per_s": np.float32,
+    "pcie_tx_bytes_per_s": np.float32,
+    "pcie_rx_bytes_per_s": np.float32,
+    "temperature_c": np.float32,
+    "power_w": np.float32,
+}
+PROCESS_COLUMNS: Mapping[str, type] = {"timestamp_s": np.float64, "used_bytes": np.float64}
+
+
+class Ring:
+    """Columns of equal length in a circular buffer; reads come back oldest first."""
+
+    def __init__(self, capacity: int, columns: Mapping[str, type], initial: int | None = None):
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        size = capacity if initial is None else max(1, min(initial, capacity))
+        self._cols = {name: np.full(size, np.nan, dtype=dt) for name, dt in columns.items()}
+        self._start = 0   # index of the oldest row
+        self._len = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._cols.values())
+
+    def _grow(self) -> None:
+        size = len(next(iter(self._cols.values())))
+        new_size = min(self.capacity, size * 2)
+        for name, arr in self._cols.items():
+            ordered = np.concatenate([arr[self._start:], arr[: self._start]])
+            grown = np.full(new_size, np.nan, dtype=arr.dtype)
+            grown[:size] = ordered
+            self._cols[name] = grown
+        self._start = 0
+
+    def append(self, row: Mapping[str, float | None]) -> None:
+        size = len(next(iter(self._cols.values())))
+        if self._len == size and size < self.capacity:
+            self._grow()
+            size = len(next(iter(self._cols.values())))
+        if self._len < size:
+            at = (self._start + self._len) % size
+            self._len += 1
+        else:  # full: overwrite the oldest
+            at = self._start
+            self._start = (self._start + 1) % size
+        for name, arr in self._cols.items():
+            value = row.get(name)
+            arr[at] = np.nan if value is None else value
+
+    def column(self, name: str, last: int | None = None) -> np.ndarray:
+        """The column in time order (a copy), optionally only its ``last`` rows."""
+        arr = self._cols[name]
+        size = len(arr)
+        n = self._len if last is None else max(0, min(last, self._len))
+        first = (self._start + self._len - n) % size
+        if first + n <= size:
+            return arr[first : first + n].copy()
+        return np.concatenate([arr[first:], arr[: (first + n) % size]])
+
+    def last(self, name: str) -> float | None:
+        if not self._len:
+            return None
+        arr = self._cols[name]
+        value = arr[(self._start + self._len - 1) % len(arr)]
+        return None if np.isnan(value) else float(value)
+
+
+def _gpu_row(timestamp_s: float, g: GpuSample) -> dict[str, float | None]:
+    m = g.memory
+    return {
+        "timestamp_s": timestamp_s,
+        "used_bytes": m.used_bytes,
+        "reserved_bytes": m.reserved_bytes,
+        "total_bytes": m.total_bytes,
+        "gpu_util_percent": g.gpu_util_percent,
+        "memory_busy_percent": g.memory_busy_percent,
+        "estimated_bandwidth_bytes_per_s": g.estimated_bandwidth_bytes_per_s,
+        "pcie_tx_bytes_per_s": g.pcie_tx_bytes_per_s,
+        "pcie_rx_bytes_per_s": g.pcie_rx_bytes_per_s,
+        "temperature_c": g.temperature_c,
+        "power_w": g.power_w,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessKey:
+    gpu_index: int
+    pid: int
+
+
+class History:
+    """Everything sampled so far, bounded: ``capacity`` rows per GPU and per process."""
+
+    def __init__(self, capacity: int = DAY_AT_1HZ, max_processes: int = 256):
+        self.capacity = capacity
+        self.max_processes = max_processes
+        self.gpus: dict[int, Ring] = {}
+        self.processes: OrderedDict[ProcessKey, Ring] = OrderedDict()  # least recently seen first
+        self.latest: Snapshot | None = None
+
+    def append(self, snapshot: Snapshot) -> None:
+        t = snapshot.timestamp_s
+        for g in snapshot.gpus:
+            ring = self.gpus.get(g.index)
+            if ring is None:
+                ring = self.gpus[g.index] = Ring(self.capacity, GPU_COLUMNS)
+            ring.append(_gpu_row(t, g))
+            for p in g.processes:
+                key = ProcessKey(g.index, p.pid)
+                pring = self.processes.get(key)
+                if pring is None:
+                    pring = self.processes[key] = Ring(self.capacity, PROCESS_COLUMNS, initial=64)
+                else:
+                    self.processes.move_to_end(key)
+                pring.append({"timestamp_s": t, "used_bytes": p.used_bytes})
+        while len(self.processes) > self.max_processes:
+            self.processes.popitem(last=False)
+        self.latest = snapshot
+
+    def extend(self, snapshots: Iterable[Snapshot]) -> None:
+        for s in snapshots:
+            self.append(s)
+
+    def gpu(self, index: int) -> Ring | None:
+        return self.gpus.get(index)
+
+    def process(self, gpu_index: int, pid: int) -> Ring | None:
+        return self.processes.get(ProcessKey(gpu_index, pid))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(r.nbytes for r in self.gpus.values()) + sum(
+            r.nbytes for r in self.processes.values()
+        )
+
+    @staticmethod
+    def bytes_per_gpu(capacity: int = DAY_AT_1HZ) -> int:
+        """Preallocated bytes for one GPU's ring (the figure quoted in the docs)."""
+        return capacity * sum(np.dtype(dt).itemsize for dt in GPU_COLUMNS.values())
+
+    @staticmethod
+    def bytes_per_process_max(capacity: int = DAY_AT_1HZ) -> int:
+        return capacity * sum(np.dtype(dt).itemsize for dt in PROCESS_COLUMNS.values())

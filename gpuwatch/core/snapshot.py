@@ -1,0 +1,104 @@
+"""Immutable records of one sampling tick: what every GPU and GPU process looked like.
+
+These are the only telemetry types the layers above ``telemetry/`` ever see. Units are
+in the field names; a value the hardware or driver does not report is ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class GpuState(StrEnum):
+    OK = "ok"
+    LOST = "lost"      # the GPU fell off the bus or needs a reset; the others keep updating
+    ERROR = "error"    # reads failed for another reason; see GpuSample.error
+
+
+class BackendKind(StrEnum):
+    NVML = "nvml"
+    SIMULATED = "simulated"
+
+
+@dataclass(frozen=True, slots=True)
+class BackendInfo:
+    kind: BackendKind
+    driver_version: str | None = None
+    nvml_version: str | None = None
+    cuda_driver_version: str | None = None
+    scenario: str | None = None          # the simulated scenario's name
+    hostname: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInfo:
+    total_bytes: int | None
+    used_bytes: int | None
+    free_bytes: int | None
+    reserved_bytes: int | None  # None with v1-only drivers (reserved is then folded into used)
+
+    @property
+    def used_fraction(self) -> float | None:
+        if not self.total_bytes or self.used_bytes is None:
+            return None
+        return self.used_bytes / self.total_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    pid: int
+    gpu_index: int
+    used_bytes: int | None               # None when the driver does not say (e.g. WDDM)
+    kind: str = "compute"                # "compute", "graphics" or "compute+graphics"
+    name: str | None = None
+    cmdline: tuple[str, ...] = ()
+    user: str | None = None
+    container: str | None = None         # "docker:3f2a1b9c4d5e", "k8s:…", "containerd:…"
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    started_at_s: float | None = None    # Unix time
+    resolved: bool = True                # False when the host could not see this pid
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    index: int
+    uuid: str | None
+    name: str | None
+    state: GpuState
+    memory: MemoryInfo
+    error: str | None = None             # why the state is not ok
+    gpu_util_percent: float | None = None
+    memory_busy_percent: float | None = None   # % of time memory was read/written, not occupancy
+    peak_bandwidth_bytes_per_s: float | None = None
+    estimated_bandwidth_bytes_per_s: float | None = None   # busy % x peak: an estimate
+    pcie_tx_bytes_per_s: float | None = None
+    pcie_rx_bytes_per_s: float | None = None
+    nvlink_tx_bytes_per_s: float | None = None
+    nvlink_rx_bytes_per_s: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    graphics_clock_mhz: int | None = None
+    memory_clock_mhz: int | None = None
+    mig_enabled: bool | None = None
+    processes: tuple[ProcessSample, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    timestamp_s: float                   # Unix time of the sample (virtual time when simulated)
+    backend: BackendInfo
+    gpus: tuple[GpuSample, ...]
+    warnings: tuple[str, ...] = field(default=())   # e.g. a PID namespace hiding processes
+
+    def gpu(self, index: int) -> GpuSample | None:
+        for gpu in self.gpus:
+            if gpu.index == index:
+                return gpu
+        return None
+
+    @property
+    def processes(self) -> tuple[ProcessSample, ...]:
+        return tuple(p for gpu in self.gpus for p in gpu.processes)

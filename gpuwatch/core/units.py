@@ -1,0 +1,110 @@
+"""Byte sizes and rates: parsing user input and formatting for people.
+
+Sizes are integers of bytes everywhere inside gpuwatch; these helpers are the only
+place where units appear as text. IEC units (KiB, MiB, GiB) are the default for
+display because that is what GPU memory and every allocator are sized in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal
+
+UnitSystem = Literal["iec", "si"]
+
+SIZE_UNITS: dict[str, int] = {
+    "B": 1,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+    "TIB": 1024**4,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+
+SIZE_UNIT_NAMES = "B, KiB, MiB, GiB, TiB, KB, MB, GB, TB"
+
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+class UnitError(ValueError):
+    """A size or rate string that cannot be read."""
+
+
+def parse_size(value: int | float | str) -> int:
+    """Read a size as integer bytes: ``123``, ``"80GiB"``, ``"1.5 GB"``, ``"512MiB"``.
+
+    Units are case-insensitive (``gib`` = ``GiB``); a bare number is bytes. Raises
+    :class:`UnitError` with the reason for negative, fractional-byte or unknown input.
+    """
+    if isinstance(value, bool):
+        raise UnitError(f"expected a size, got {value!r}")
+    if isinstance(value, int):
+        number, unit = float(value), "B"
+    elif isinstance(value, float):
+        number, unit = value, "B"
+    elif isinstance(value, str):
+        match = _SIZE_RE.match(value)
+        if not match:
+            raise UnitError(
+                f"{value!r} is not a size; write a number with a unit such as '512MiB' or '80GiB'"
+            )
+        number, unit = float(match.group(1)), (match.group(2) or "B").upper()
+    else:
+        raise UnitError(f"expected a size, got {type(value).__name__}")
+    if unit not in SIZE_UNITS:
+        raise UnitError(f"unknown unit in {value!r}; use one of {SIZE_UNIT_NAMES}")
+    if not math.isfinite(number) or number < 0:
+        raise UnitError(f"size {value!r} must be a finite number of at least 0")
+    return round(number * SIZE_UNITS[unit])
+
+
+_IEC_STEPS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+_SI_STEPS = (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("kB", 1000))
+
+
+def format_bytes(
+    n: int | float | None, units: UnitSystem = "iec", digits: int = 1, unknown: str = "n/a"
+) -> str:
+    """``3.7 GiB`` / ``4.0 GB``; ``unknown`` for None. Always carries a unit."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return unknown
+    steps = _IEC_STEPS if units == "iec" else _SI_STEPS
+    sign = "-" if n < 0 else ""
+    magnitude = abs(n)
+    for name, size in steps:
+        if magnitude >= size:
+            return f"{sign}{magnitude / size:.{digits}f} {name}"
+    return f"{sign}{int(magnitude)} B"
+
+
+def format_rate(
+    bytes_per_s: int | float | None, units: UnitSystem = "si", digits: int = 1, unknown: str = "n/a"
+) -> str:
+    """Bandwidths are quoted in SI (GB/s) like every vendor data sheet, unless asked otherwise."""
+    if bytes_per_s is None or (isinstance(bytes_per_s, float) and math.isnan(bytes_per_s)):
+        return unknown
+    return format_bytes(bytes_per_s, units, digits) + "/s"
+
+
+def format_percent(value: float | None, unknown: str = "n/a") -> str:
+    if value is None or math.isnan(value):
+        return unknown
+    return f"{value:.0f} %"
+
+
+def format_duration(seconds: float | None, unknown: str = "n/a") -> str:
+    """``45 s``, ``12 min 05 s``, ``3 h 07 min``, ``2 d 04 h``."""
+    if seconds is None or math.isnan(seconds):
+        return unknown
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600:02d} h"

@@ -1,0 +1,299 @@
+"""A simulated NVML: a module object with pynvml's function names, structures and errors.
+
+``SimulatedNvml(scenario, clock)`` behaves like the ``pynvml`` module for the calls a
+monitor makes, driven by a scenario and a virtual clock. It returns pynvml's own ctypes
+structures and friendly objects, and raises pynvml's own ``NVMLError_*`` classes, so
+the real NVML backend runs on it unchanged. Scenario faults raise the named error for
+the named call, GPU and time window.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pynvml
+
+from gpuwatch.telemetry.clock import Clock
+from gpuwatch.telemetry.sim.scenario import Scenario, ScenarioGpu, ScenarioProcess
+
+_IDLE_MEMORY_CLOCK_MHZ = 405
+_DEFAULT_MAX_GRAPHICS_CLOCK_MHZ = 1755
+_DEFAULT_PCIE_AT_FULL_UTIL = 2.0e9   # bytes/s host->device when a kernel runs all the time
+
+
+@dataclass(frozen=True, slots=True)
+class SimHandle:
+    """What nvmlDeviceGetHandleByIndex returns here: an opaque handle with its index."""
+
+    index: int
+
+
+@dataclass(slots=True)
+class _GpuState:
+    used_bytes: int
+    util_percent: float
+    busy_percent: float
+    compute: list
+    graphics: list
+    any_alive: bool
+
+
+class SimulatedNvml(types.ModuleType):
+    """Import-compatible stand-in for ``pynvml`` over a scenario."""
+
+    def __init__(self, scenario: Scenario, clock: Clock, *, loop: bool = False,
+                 pcie_latency_s: float = 0.0):
+        super().__init__("gpuwatch.telemetry.sim.nvml")
+        # Constants, structures and error classes are pynvml's own.
+        for name, value in vars(pynvml).items():
+            if name.startswith(("NVML", "nvmlMemory", "c_nvml", "nvmlFriendlyObject")):
+                setattr(self, name, value)
+        self.scenario = scenario
+        self.clock = clock
+        self.loop = loop
+        self.pcie_latency_s = pcie_latency_s
+        self.calls = 0                      # how many NVML calls were made (for benchmarks)
+        self._initialised = 0
+        self._by_gpu: list[list[ScenarioProcess]] = [[] for _ in scenario.gpus]
+        for p in scenario.processes:
+            self._by_gpu[p.gpu].append(p)
+        self._cache: dict[int, tuple[float, _GpuState]] = {}
+        self._nvlink_kib: dict[int, tuple[float, float]] = {}   # gpu -> (t, cumulative KiB)
+
+    # -- time and faults -------------------------------------------------------------
+
+    def scenario_time_s(self) -> float:
+        t = self.clock.elapsed_s()
+        return t % self.scenario.duration_s if self.loop else t
+
+    def _enter(self, call: str, gpu: int | None, needs_init: bool = True) -> float:
+        self.calls += 1
+        t = self.scenario_time_s()
+        for fault in self.scenario.faults:
+            if fault.active(call, gpu, t):
+                raise pynvml.NVMLError(fault.code)
+        if needs_init and not self._initialised:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
+        return t
+
+    def _gpu(self, handle: object) -> int:
+        if not isinstance(handle, SimHandle) or not 0 <= handle.index < len(self.scenario.gpus):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return handle.index
+
+    def _state(self, gpu: int, t: float) -> _GpuState:
+        cached = self._cache.get(gpu)
+        if cached is not None and cached[0] == t:
+            return cached[1]
+        spec = self.scenario.gpus[gpu]
+        used = spec.memory_base_bytes
+        util = busy = 0.0
+        compute: list = []
+        graphics: list = []
+        alive = False
+        for p in self._by_gpu[gpu]:
+            if not p.alive_at(t):
+                continue
+            alive = True
+            local = t - p.start_s
+            mem = int(p.memory.at(local))
+            used += mem
+            util += p.gpu_util_percent.at(local)
+            busy += p.memory_busy_percent.at(local)
+            info = pynvml.nvmlFriendlyObject({
+                "pid": p.pid,
+                "usedGpuMemory": mem if p.report_memory else None,
+                "gpuInstanceId": 0xFFFFFFFF,
+                "computeInstanceId": 0xFFFFFFFF,
+            })
+            if p.kind != "graphics":
+                compute.append(info)
+            if p.kind != "compute":
+                graphics.append(info)
+        limit = spec.memory_total_bytes - spec.memory_reserved_bytes
+        state = _GpuState(min(used, limit), min(util, 100.0), min(busy, 100.0),
+                          compute, graphics, alive)
+        self._cache[gpu] = (t, state)
+        return state
+
+    # -- initialisation and system ---------------------------------------------------
+
+    def nvmlInit(self) -> None:
+        self._enter("nvmlInit", None, needs_init=False)
+        self._initialised += 1
+
+    def nvmlInitWithFlags(self, flags: int) -> None:
+        self._enter("nvmlInitWithFlags", None, needs_init=False)
+        self._initialised += 1
+
+    def nvmlShutdown(self) -> None:
+        self._enter("nvmlShutdown", None)
+        self._initialised -= 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._enter("nvmlSystemGetDriverVersion", None)
+        return self.scenario.driver_version
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        self._enter("nvmlSystemGetNVMLVersion", None)
+        return self.scenario.nvml_version
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion", None)
+        return self.scenario.cuda_driver_version
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._enter("nvmlDeviceGetCount", None)
+        return len(self.scenario.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> SimHandle:
+        if not 0 <= index < len(self.scenario.gpus):
+            self._enter("nvmlDeviceGetHandleByIndex", None)
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        self._enter("nvmlDeviceGetHandleByIndex", index)
+        return SimHandle(index)
+
+    # -- static device facts ------------------------------------------------------------
+
+    def _spec(self, call: str, handle: object) -> tuple[int, ScenarioGpu, float]:
+        gpu = self._gpu(handle)
+        t = self._enter(call, gpu)
+        return gpu, self.scenario.gpus[gpu], t
+
+    def nvmlDeviceGetName(self, handle: object) -> str:
+        return self._spec("nvmlDeviceGetName", handle)[1].name
+
+    def nvmlDeviceGetUUID(self, handle: object) -> str:
+        gpu, spec, _ = self._spec("nvmlDeviceGetUUID", handle)
+        return spec.uuid or f"GPU-5111a7ed-{gpu:04x}-4000-8000-{gpu:012x}"
+
+    def nvmlDeviceGetIndex(self, handle: object) -> int:
+        return self._spec("nvmlDeviceGetIndex", handle)[0]
+
+    def nvmlDeviceGetMemoryBusWidth(self, handle: object) -> int:
+        spec = self._spec("nvmlDeviceGetMemoryBusWidth", handle)[1]
+        if spec.memory_bus_width_bits is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return spec.memory_bus_width_bits
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: object, clock_type: int) -> int:
+        spec = self._spec("nvmlDeviceGetMaxClockInfo", handle)[1]
+        if clock_type == pynvml.NVML_CLOCK_MEM:
+            if spec.max_memory_clock_mhz is None:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            return spec.max_memory_clock_mhz
+        return _DEFAULT_MAX_GRAPHICS_CLOCK_MHZ
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: object) -> int:
+        return int(self._spec("nvmlDeviceGetEnforcedPowerLimit", handle)[1].power_limit_w * 1000)
+
+    def nvmlDeviceGetMigMode(self, handle: object) -> list[int]:
+        self._spec("nvmlDeviceGetMigMode", handle)
+        return [0, 0]
+
+    # -- live readings -------------------------------------------------------------------
+
+    def nvmlDeviceGetMemoryInfo(self, handle: object, version: int | None = None):
+        gpu, spec, t = self._spec("nvmlDeviceGetMemoryInfo", handle)
+        state = self._state(gpu, t)
+        total, reserved = spec.memory_total_bytes, spec.memory_reserved_bytes
+        if version:
+            if not self.scenario.memory_info_v2:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+            mem = pynvml.c_nvmlMemory_v2_t()
+            mem.version = version
+            mem.total, mem.reserved, mem.used = total, reserved, state.used_bytes
+            mem.free = total - reserved - state.used_bytes
+            return mem
+        mem = pynvml.c_nvmlMemory_t()
+        mem.total, mem.used = total, state.used_bytes + reserved
+        mem.free = total - mem.used
+        return mem
+
+    def nvmlDeviceGetUtilizationRates(self, handle: object):
+        gpu, _, t = self._spec("nvmlDeviceGetUtilizationRates", handle)
+        state = self._state(gpu, t)
+        util = pynvml.c_nvmlUtilization_t()
+        util.gpu, util.memory = round(state.util_percent), round(state.busy_percent)
+        return util
+
+    def nvmlDeviceGetTemperature(self, handle: object, sensor: int) -> int:
+        gpu, _, t = self._spec("nvmlDeviceGetTemperature", handle)
+        return round(31 + 0.48 * self._state(gpu, t).util_percent)
+
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+        gpu, spec, t = self._spec("nvmlDeviceGetPowerUsage", handle)
+        load = self._state(gpu, t).util_percent / 100
+        return int((spec.idle_power_w + (spec.power_limit_w - spec.idle_power_w) * 0.9 * load)
+                   * 1000)
+
+    def nvmlDeviceGetClockInfo(self, handle: object, clock_type: int) -> int:
+        gpu, spec, t = self._spec("nvmlDeviceGetClockInfo", handle)
+        state = self._state(gpu, t)
+        if clock_type == pynvml.NVML_CLOCK_MEM:
+            if not state.any_alive:
+                return _IDLE_MEMORY_CLOCK_MHZ
+            return spec.max_memory_clock_mhz or _IDLE_MEMORY_CLOCK_MHZ
+        return round(210 + (_DEFAULT_MAX_GRAPHICS_CLOCK_MHZ - 210) * state.util_percent / 100)
+
+    def nvmlDeviceGetPcieThroughput(self, handle: object, counter: int) -> int:
+        gpu, spec, t = self._spec("nvmlDeviceGetPcieThroughput", handle)
+        if self.pcie_latency_s:
+            time.sleep(self.pcie_latency_s)   # the real call blocks ~20 ms while it samples
+        if spec.pcie_bytes_per_s is not None:
+            rx = spec.pcie_bytes_per_s.at(t)
+        else:
+            rx = _DEFAULT_PCIE_AT_FULL_UTIL * self._state(gpu, t).util_percent / 100
+        value = rx if counter == pynvml.NVML_PCIE_UTIL_RX_BYTES else rx * 0.35
+        return int(value / 1024)   # NVML reports KiB/s
+
+    def nvmlDeviceGetFieldValues(self, handle: object, field_ids: list):
+        gpu, spec, t = self._spec("nvmlDeviceGetFieldValues", handle)
+        values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
+        cumulative_kib = self._nvlink_counter(gpu, spec, t)
+        for i, fid in enumerate(field_ids):
+            field_id, scope = fid if isinstance(fid, tuple) else (fid, 0)
+            v = values[i]
+            v.fieldId, v.scopeId = field_id, scope
+            v.timestamp = int(self.clock.now_s() * 1e6)
+            v.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            if field_id == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
+                v.nvmlReturn, v.value.ullVal = pynvml.NVML_SUCCESS, spec.nvlink_links
+            elif field_id in (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                              pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX):
+                if spec.nvlink_links == 0 or scope >= spec.nvlink_links:
+                    v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                else:
+                    v.nvmlReturn = pynvml.NVML_SUCCESS
+                    v.value.ullVal = int(cumulative_kib / spec.nvlink_links)
+            else:
+                v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+        return values
+
+    def _nvlink_counter(self, gpu: int, spec: ScenarioGpu, t: float) -> float:
+        """Cumulative KiB moved per direction, integrated from the scenario's rate."""
+        last_t, kib = self._nvlink_kib.get(gpu, (t, 0.0))
+        if spec.nvlink_bytes_per_s is not None and t > last_t:
+            kib += spec.nvlink_bytes_per_s.at(t) * (t - last_t) / 1024
+        self._nvlink_kib[gpu] = (t, kib)
+        return kib
+
+    def _processes(self, call: str, handle: object, pick: Callable[[_GpuState], list]) -> list:
+        gpu, _, t = self._spec(call, handle)
+        return list(pick(self._state(gpu, t)))
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: object) -> list:
+        return self._processes("nvmlDeviceGetComputeRunningProcesses", handle,
+                               lambda s: s.compute)
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: object) -> list:
+        return self._processes("nvmlDeviceGetGraphicsRunningProcesses", handle,
+                               lambda s: s.graphics)
+
+    nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses
+    nvmlDeviceGetComputeRunningProcesses_v2 = nvmlDeviceGetComputeRunningProcesses
+    nvmlDeviceGetGraphicsRunningProcesses_v3 = nvmlDeviceGetGraphicsRunningProcesses
+    nvmlDeviceGetGraphicsRunningProcesses_v2 = nvmlDeviceGetGraphicsRunningProcesses

@@ -1,0 +1,367 @@
+"""Reading and checking ``gpuwatch.scenario/1`` files (TOML).
+
+A bad field is rejected with the file, the field's path and the reason, e.g.
+``oom.toml: processes[0].memory[2]: times must increase (got 30 after 60)``.
+Unknown keys are errors too: a typo must not silently change a scenario.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pynvml
+
+from gpuwatch.core.units import UnitError, parse_size
+from gpuwatch.telemetry.errors import ScenarioError
+from gpuwatch.telemetry.sim.signals import GENERATORS, Constant, Points, Signal
+
+SCENARIO_SCHEMA = "gpuwatch.scenario/1"
+PROCESS_KINDS = ("compute", "graphics", "compute+graphics")
+
+
+@dataclass(frozen=True)
+class ScenarioGpu:
+    name: str
+    memory_total_bytes: int
+    memory_base_bytes: int = 0
+    memory_reserved_bytes: int = 0
+    memory_bus_width_bits: int | None = None
+    max_memory_clock_mhz: int | None = None
+    uuid: str | None = None
+    power_limit_w: float = 300.0
+    idle_power_w: float = 50.0
+    nvlink_links: int = 0
+    nvlink_bytes_per_s: Signal | None = None   # per direction, all links together
+    pcie_bytes_per_s: Signal | None = None     # per direction; default follows utilisation
+
+
+@dataclass(frozen=True)
+class ScenarioProcess:
+    pid: int
+    gpu: int
+    name: str
+    memory: Signal
+    cmdline: tuple[str, ...] = ()
+    user: str = "user"
+    container: str | None = None
+    start_s: float = 0.0
+    end_s: float | None = None
+    kind: str = "compute"
+    report_memory: bool = True       # False: NVML reports the process's memory as unknown
+    gpu_util_percent: Signal = field(default_factory=lambda: Constant(0.0))
+    memory_busy_percent: Signal = field(default_factory=lambda: Constant(0.0))
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+
+    def alive_at(self, t: float) -> bool:
+        return self.start_s <= t and (self.end_s is None or t < self.end_s)
+
+
+@dataclass(frozen=True)
+class ScenarioFault:
+    start_s: float
+    end_s: float | None
+    gpu: int | None
+    call: str
+    error: str    # the NVML_ERROR_ name without its prefix, e.g. "GPU_IS_LOST"
+    code: int
+
+    def active(self, call: str, gpu: int | None, t: float) -> bool:
+        return (
+            self.start_s <= t
+            and (self.end_s is None or t < self.end_s)
+            and (self.call == "*" or self.call == call)
+            and (self.gpu is None or gpu is None or self.gpu == gpu)
+        )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    duration_s: float
+    gpus: tuple[ScenarioGpu, ...]
+    processes: tuple[ScenarioProcess, ...] = ()
+    faults: tuple[ScenarioFault, ...] = ()
+    driver_version: str = "550.54.15"
+    nvml_version: str = "12.550.54.15"
+    cuda_driver_version: int = 12040
+    memory_info_v2: bool = True      # False: a driver that only has the v1 memory call
+    source: str = "<scenario>"
+
+
+# ---------------------------------------------------------------------------------------
+# Field readers. Each raises ScenarioError naming the source and the field's path.
+
+
+class _Reader:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, reason: str) -> ScenarioError:
+        return ScenarioError(self.source, path, reason)
+
+    def table(self, raw: Any, path: str, allowed: set[str], required: set[str]) -> dict:
+        if not isinstance(raw, Mapping):
+            raise self.fail(path, f"expected a table, got {type(raw).__name__}")
+        for key in raw:
+            if key not in allowed:
+                raise self.fail(f"{path}.{key}" if path else key,
+                                f"unknown key; expected one of {', '.join(sorted(allowed))}")
+        for key in sorted(required):
+            if key not in raw:
+                raise self.fail(f"{path}.{key}" if path else key, "is required")
+        return dict(raw)
+
+    def string(self, raw: Any, path: str) -> str:
+        if not isinstance(raw, str) or not raw.strip():
+            raise self.fail(path, "expected a non-empty string")
+        return raw
+
+    def integer(self, raw: Any, path: str, minimum: int = 0) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise self.fail(path, f"expected an integer, got {raw!r}")
+        if raw < minimum:
+            raise self.fail(path, f"must be at least {minimum}, got {raw}")
+        return raw
+
+    def number(self, raw: Any, path: str, minimum: float = 0.0,
+               maximum: float = math.inf) -> float:
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+            raise self.fail(path, f"expected a number, got {raw!r}")
+        if not minimum <= raw <= maximum:
+            bound = f"between {minimum:g} and {maximum:g}" if maximum < math.inf \
+                else f"at least {minimum:g}"
+            raise self.fail(path, f"must be {bound}, got {raw:g}")
+        return float(raw)
+
+    def size(self, raw: Any, path: str) -> int:
+        try:
+            return parse_size(raw)
+        except UnitError as exc:
+            raise self.fail(path, str(exc)) from None
+
+    def percent(self, raw: Any, path: str) -> float:
+        return self.number(raw, path, 0.0, 100.0)
+
+    def signal(self, raw: Any, path: str, value: Callable[[Any, str], float]) -> Signal:
+        """A plain value, a list of [seconds, value] points, or a generator table."""
+        if isinstance(raw, list):
+            if not raw:
+                raise self.fail(path, "a point list needs at least one [seconds, value] point")
+            times: list[float] = []
+            values: list[float] = []
+            for i, point in enumerate(raw):
+                where = f"{path}[{i}]"
+                if not isinstance(point, list) or len(point) != 2:
+                    raise self.fail(where, f"expected a [seconds, value] pair, got {point!r}")
+                t = self.number(point[0], f"{where}[0]")
+                if times and t <= times[-1]:
+                    raise self.fail(where, f"times must increase (got {t:g} after {times[-1]:g})")
+                times.append(t)
+                values.append(value(point[1], f"{where}[1]"))
+            return Points(tuple(times), tuple(values))
+        if isinstance(raw, Mapping):
+            name = raw.get("generator")
+            if name not in GENERATORS:
+                raise self.fail(f"{path}.generator",
+                                f"expected one of {', '.join(GENERATORS)}, got {name!r}")
+            fields, valued, factory = GENERATORS[name]
+            table = self.table(raw, path, {"generator", *fields}, set(fields))
+            parsed = {
+                key: value(table[key], f"{path}.{key}") if key in valued
+                else self.number(table[key], f"{path}.{key}", minimum=1e-9)
+                for key in fields
+            }
+            return factory(parsed)
+        return Constant(value(raw, path))
+
+
+def _error_code(reader: _Reader, raw: Any, path: str) -> tuple[str, int]:
+    name = reader.string(raw, path).upper()
+    code = getattr(pynvml, f"NVML_ERROR_{name}", None)
+    if not isinstance(code, int):
+        known = sorted(n[len("NVML_ERROR_"):] for n in dir(pynvml) if n.startswith("NVML_ERROR_"))
+        raise reader.fail(path, f"unknown NVML error {raw!r}; expected one of {', '.join(known)}")
+    return name, code
+
+
+def _call_name(reader: _Reader, raw: Any, path: str) -> str:
+    call = reader.string(raw, path)
+    if call != "*" and not (call.startswith("nvml") and callable(getattr(pynvml, call, None))):
+        raise reader.fail(path, f"{call!r} is not a pynvml function name (or '*')")
+    return call
+
+
+def _gpu(r: _Reader, raw: Any, path: str) -> ScenarioGpu:
+    t = r.table(raw, path, {
+        "name", "memory_total", "memory_base", "memory_reserved", "memory_bus_width_bits",
+        "max_memory_clock_mhz", "uuid", "power_limit_w", "idle_power_w", "nvlink_links",
+        "nvlink_bytes_per_s", "pcie_bytes_per_s",
+    }, {"name", "memory_total"})
+    total = r.size(t["memory_total"], f"{path}.memory_total")
+    if total == 0:
+        raise r.fail(f"{path}.memory_total", "must be greater than 0")
+    base = r.size(t.get("memory_base", 0), f"{path}.memory_base")
+    reserved = r.size(t.get("memory_reserved", 0), f"{path}.memory_reserved")
+    if base + reserved >= total:
+        raise r.fail(path, "memory_base + memory_reserved must be less than memory_total")
+    rate = lambda v, p: float(r.size(v, p))  # noqa: E731 - sizes per second
+    return ScenarioGpu(
+        name=r.string(t["name"], f"{path}.name"),
+        memory_total_bytes=total,
+        memory_base_bytes=base,
+        memory_reserved_bytes=reserved,
+        memory_bus_width_bits=(r.integer(t["memory_bus_width_bits"],
+                               f"{path}.memory_bus_width_bits", 1)
+                               if "memory_bus_width_bits" in t else None),
+        max_memory_clock_mhz=(r.integer(t["max_memory_clock_mhz"],
+                              f"{path}.max_memory_clock_mhz", 1)
+                              if "max_memory_clock_mhz" in t else None),
+        uuid=r.string(t["uuid"], f"{path}.uuid") if "uuid" in t else None,
+        power_limit_w=r.number(t.get("power_limit_w", 300), f"{path}.power_limit_w", 1),
+        idle_power_w=r.number(t.get("idle_power_w", 50), f"{path}.idle_power_w", 0),
+        nvlink_links=r.integer(t.get("nvlink_links", 0), f"{path}.nvlink_links", 0),
+        nvlink_bytes_per_s=(r.signal(t["nvlink_bytes_per_s"], f"{path}.nvlink_bytes_per_s", rate)
+                            if "nvlink_bytes_per_s" in t else None),
+        pcie_bytes_per_s=(r.signal(t["pcie_bytes_per_s"], f"{path}.pcie_bytes_per_s", rate)
+                          if "pcie_bytes_per_s" in t else None),
+    )
+
+
+_PROCESS_KEYS = {
+    "pid", "gpu", "name", "cmdline", "user", "container", "start_s", "end_s", "memory",
+    "report_memory", "kind", "gpu_util_percent", "memory_busy_percent", "cpu_percent", "rss",
+    "repeat",
+}
+
+
+def _processes(r: _Reader, raw: Any, path: str, n_gpus: int) -> list[ScenarioProcess]:
+    """One ``[[processes]]`` entry; ``repeat = {every_s, count}`` expands it into several."""
+    t = r.table(raw, path, _PROCESS_KEYS, {"pid", "gpu", "name", "memory"})
+    gpu = r.integer(t["gpu"], f"{path}.gpu")
+    if gpu >= n_gpus:
+        raise r.fail(f"{path}.gpu", f"no GPU {gpu}: the scenario has {n_gpus}")
+    cmdline = t.get("cmdline", [t["name"]])
+    if not isinstance(cmdline, list) or not all(isinstance(a, str) for a in cmdline):
+        raise r.fail(f"{path}.cmdline", "expected a list of strings")
+    kind = t.get("kind", "compute")
+    if kind not in PROCESS_KINDS:
+        raise r.fail(f"{path}.kind", f"expected one of {', '.join(PROCESS_KINDS)}, got {kind!r}")
+    report = t.get("report_memory", True)
+    if not isinstance(report, bool):
+        raise r.fail(f"{path}.report_memory", "expected true or false")
+    start = r.number(t.get("start_s", 0), f"{path}.start_s")
+    end = r.number(t["end_s"], f"{path}.end_s") if "end_s" in t else None
+    if end is not None and end <= start:
+        raise r.fail(f"{path}.end_s", f"must be after start_s ({start:g})")
+    base = ScenarioProcess(
+        pid=r.integer(t["pid"], f"{path}.pid", 1),
+        gpu=gpu,
+        name=r.string(t["name"], f"{path}.name"),
+        memory=r.signal(t["memory"], f"{path}.memory", lambda v, p: float(r.size(v, p))),
+        cmdline=tuple(cmdline),
+        user=r.string(t.get("user", "user"), f"{path}.user"),
+        container=r.string(t["container"], f"{path}.container") if "container" in t else None,
+        start_s=start,
+        end_s=end,
+        kind=kind,
+        report_memory=report,
+        gpu_util_percent=r.signal(t.get("gpu_util_percent", 0), f"{path}.gpu_util_percent",
+                                  r.percent),
+        memory_busy_percent=r.signal(t.get("memory_busy_percent", 0),
+                                     f"{path}.memory_busy_percent", r.percent),
+        cpu_percent=(r.number(t["cpu_percent"], f"{path}.cpu_percent")
+                     if "cpu_percent" in t else None),
+        rss_bytes=r.size(t["rss"], f"{path}.rss") if "rss" in t else None,
+    )
+    if "repeat" not in t:
+        return [base]
+    rep = r.table(t["repeat"], f"{path}.repeat", {"every_s", "count"}, {"every_s", "count"})
+    every = r.number(rep["every_s"], f"{path}.repeat.every_s", 1e-3)
+    count = r.integer(rep["count"], f"{path}.repeat.count", 1)
+    life = None if end is None else end - start
+    out = []
+    for k in range(count):
+        s = start + k * every
+        out.append(replace(base, pid=base.pid + k, start_s=s,
+                            end_s=None if life is None else s + life))
+    return out
+
+
+def _fault(r: _Reader, raw: Any, path: str, n_gpus: int) -> ScenarioFault:
+    t = r.table(raw, path, {"start_s", "end_s", "gpu", "call", "error"}, {"start_s", "error"})
+    start = r.number(t["start_s"], f"{path}.start_s")
+    end = r.number(t["end_s"], f"{path}.end_s") if "end_s" in t else None
+    if end is not None and end <= start:
+        raise r.fail(f"{path}.end_s", f"must be after start_s ({start:g})")
+    gpu = r.integer(t["gpu"], f"{path}.gpu") if "gpu" in t else None
+    if gpu is not None and gpu >= n_gpus:
+        raise r.fail(f"{path}.gpu", f"no GPU {gpu}: the scenario has {n_gpus}")
+    name, code = _error_code(r, t["error"], f"{path}.error")
+    return ScenarioFault(start, end, gpu, _call_name(r, t.get("call", "*"), f"{path}.call"),
+                         name, code)
+
+
+def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
+    r = _Reader(source)
+    t = r.table(data, "", {
+        "schema", "name", "description", "duration_s", "driver_version", "nvml_version",
+        "cuda_driver_version", "memory_info_v2", "gpus", "processes", "faults",
+    }, {"schema", "name", "duration_s", "gpus"})
+    if t["schema"] != SCENARIO_SCHEMA:
+        raise r.fail("schema", f"expected {SCENARIO_SCHEMA!r}, got {t['schema']!r}")
+    gpus_raw = t["gpus"]
+    if not isinstance(gpus_raw, list) or not gpus_raw:
+        raise r.fail("gpus", "expected at least one [[gpus]] table")
+    gpus = tuple(_gpu(r, g, f"gpus[{i}]") for i, g in enumerate(gpus_raw))
+    procs_raw = t.get("processes", [])
+    faults_raw = t.get("faults", [])
+    for key, value in (("processes", procs_raw), ("faults", faults_raw)):
+        if not isinstance(value, list):
+            raise r.fail(key, f"expected a list of [[{key}]] tables")
+    processes = [p for i, raw in enumerate(procs_raw)
+                 for p in _processes(r, raw, f"processes[{i}]", len(gpus))]
+    seen: dict[int, int] = {}
+    for i, p in enumerate(processes):
+        if p.pid in seen:
+            raise r.fail("processes", f"pid {p.pid} is used twice")
+        seen[p.pid] = i
+    v2 = t.get("memory_info_v2", True)
+    if not isinstance(v2, bool):
+        raise r.fail("memory_info_v2", "expected true or false")
+    return Scenario(
+        name=r.string(t["name"], "name"),
+        description=r.string(t.get("description", t["name"]), "description"),
+        duration_s=r.number(t["duration_s"], "duration_s", 1e-3),
+        gpus=gpus,
+        processes=tuple(processes),
+        faults=tuple(_fault(r, f, f"faults[{i}]", len(gpus)) for i, f in enumerate(faults_raw)),
+        driver_version=r.string(t.get("driver_version", "550.54.15"), "driver_version"),
+        nvml_version=r.string(t.get("nvml_version", "12.550.54.15"), "nvml_version"),
+        cuda_driver_version=r.integer(t.get("cuda_driver_version", 12040),
+                                      "cuda_driver_version", 1000),
+        memory_info_v2=v2,
+        source=source,
+    )
+
+
+def load_scenario_file(path: str | Path) -> Scenario:
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(source, None, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(source, None, f"cannot be read ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(source, None, f"is not valid TOML ({exc})") from None
+    return parse_scenario(data, source)

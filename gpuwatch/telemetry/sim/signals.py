@@ -1,0 +1,130 @@
+"""Time-varying values for scenarios: constants, point lists and named generators.
+
+Every signal is a function of scenario seconds (seconds since its process started,
+for process signals). Point lists interpolate linearly and hold their end values.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+class Signal:
+    def at(self, t: float) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def peak(self, until_s: float) -> float:
+        """An upper bound of the value over [0, until_s] (used for sanity checks and docs)."""
+        raise NotImplementedError  # pragma: no cover - interface
+
+
+@dataclass(frozen=True)
+class Constant(Signal):
+    value: float
+
+    def at(self, t: float) -> float:
+        return self.value
+
+    def peak(self, until_s: float) -> float:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Points(Signal):
+    times: tuple[float, ...]
+    values: tuple[float, ...]
+
+    def at(self, t: float) -> float:
+        times, values = self.times, self.values
+        i = bisect.bisect_right(times, t)
+        if i == 0:
+            return values[0]
+        if i == len(times):
+            return values[-1]
+        t0, t1 = times[i - 1], times[i]
+        v0, v1 = values[i - 1], values[i]
+        return v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+
+    def peak(self, until_s: float) -> float:
+        return max(self.values)
+
+
+@dataclass(frozen=True)
+class Sawtooth(Signal):
+    """Training steps: memory climbs from ``low`` to ``high`` and drops, every ``period_s``.
+
+    ``leak_per_s`` raises the floor steadily (a leak under the sawtooth).
+    """
+
+    low: float
+    high: float
+    period_s: float
+    leak_per_s: float = 0.0
+
+    def at(self, t: float) -> float:
+        phase = (t % self.period_s) / self.period_s
+        return self.low + (self.high - self.low) * phase + self.leak_per_s * t
+
+    def peak(self, until_s: float) -> float:
+        return self.high + self.leak_per_s * until_s
+
+
+@dataclass(frozen=True)
+class Spikes(Signal):
+    """``base`` with a ``peak`` lasting ``width_s`` at the start of every ``every_s``."""
+
+    base: float
+    peak_value: float
+    every_s: float
+    width_s: float
+
+    def at(self, t: float) -> float:
+        return self.peak_value if (t % self.every_s) < self.width_s else self.base
+
+    def peak(self, until_s: float) -> float:
+        return max(self.base, self.peak_value)
+
+
+@dataclass(frozen=True)
+class Wave(Signal):
+    """A smooth oscillation around ``mean`` (utilisation that breathes)."""
+
+    mean: float
+    amplitude: float
+    period_s: float
+
+    def at(self, t: float) -> float:
+        return self.mean + self.amplitude * math.sin(2 * math.pi * t / self.period_s)
+
+    def peak(self, until_s: float) -> float:
+        return self.mean + abs(self.amplitude)
+
+
+GeneratorFactory = Callable[[dict[str, float]], Signal]
+
+# generator name -> (its fields, of which the sizes/values parsed with the signal's unit, factory)
+GENERATORS: dict[str, tuple[Sequence[str], Sequence[str], GeneratorFactory]] = {
+    "sawtooth": (
+        ("low", "high", "period_s"),
+        ("low", "high"),
+        lambda f: Sawtooth(f["low"], f["high"], f["period_s"]),
+    ),
+    "leak": (
+        ("low", "high", "period_s", "leak_per_min"),
+        ("low", "high", "leak_per_min"),
+        lambda f: Sawtooth(f["low"], f["high"], f["period_s"], f["leak_per_min"] / 60.0),
+    ),
+    "spikes": (
+        ("base", "peak", "every_s", "width_s"),
+        ("base", "peak"),
+        lambda f: Spikes(f["base"], f["peak"], f["every_s"], f["width_s"]),
+    ),
+    "wave": (
+        ("mean", "amplitude", "period_s"),
+        ("mean", "amplitude"),
+        lambda f: Wave(f["mean"], f["amplitude"], f["period_s"]),
+    ),
+}
