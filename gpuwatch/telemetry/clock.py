@@ -43,18 +43,19 @@ class WallClock:
 class ScaledClock:
     """Virtual time running ``scale`` times faster than real time."""
 
-    def __init__(self, scale: float = 1.0, epoch_s: float | None = None):
+    def __init__(self, scale: float = 1.0, start_elapsed_s: float = 0.0):
         if not scale > 0:
             raise ValueError("time scale must be greater than 0")
         self.scale = scale
-        self.epoch_s = time.time() if epoch_s is None else epoch_s
+        self.epoch_s = time.time() - start_elapsed_s   # virtual 'now' starts at real now
+        self._start = start_elapsed_s
         self._m0 = time.monotonic()
 
     def now_s(self) -> float:
         return self.epoch_s + self.elapsed_s()
 
     def elapsed_s(self) -> float:
-        return (time.monotonic() - self._m0) * self.scale
+        return self._start + (time.monotonic() - self._m0) * self.scale
 
     def sleep_until(self, elapsed_s: float, stop: threading.Event) -> bool:
         return not stop.wait(max(0.0, (elapsed_s - self.elapsed_s()) / self.scale))
@@ -63,9 +64,9 @@ class ScaledClock:
 class SteppedClock:
     """Virtual time that jumps to each deadline at once: a day of scenario in seconds."""
 
-    def __init__(self, epoch_s: float | None = None, elapsed_s: float = 0.0):
-        self.epoch_s = time.time() if epoch_s is None else epoch_s
-        self._elapsed = elapsed_s
+    def __init__(self, start_elapsed_s: float = 0.0):
+        self.epoch_s = time.time() - start_elapsed_s
+        self._elapsed = start_elapsed_s
         self._lock = threading.Lock()
 
     def now_s(self) -> float:

@@ -47,9 +47,10 @@ def in_child_pid_namespace(proc_root: str = "/proc") -> bool:
 
 
 class PsutilHost:
-    def __init__(self) -> None:
+    def __init__(self, pid_namespace_isolated: bool | None = None) -> None:
         self._known: dict[int, _Known] = {}
-        self._isolated = in_child_pid_namespace()
+        self._isolated = (in_child_pid_namespace() if pid_namespace_isolated is None
+                          else pid_namespace_isolated)
 
     def pid_namespace_isolated(self) -> bool:
         return self._isolated

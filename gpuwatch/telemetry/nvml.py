@@ -125,7 +125,7 @@ class NvmlBackend:
         for dev in self._devices:
             self._attach(dev)
         if self._pcie_thread:
-            self._pcie = PciePoller(self._read_pcie, self._attached_indices,
+            self._pcie = PciePoller(self._poll_pcie, self._attached_indices,
                                     self._pcie_interval_s)
             self._pcie.start()
         return self
@@ -232,7 +232,6 @@ class NvmlBackend:
                     raise _GpuLost(str(exc)) from None
                 if exc.value not in _NO_V2:
                     return EMPTY_MEMORY, f"memory could not be read: {exc}"
-                dev.memory_v2 = False   # an older driver: v1 folds reserved into used
         try:
             m = lib.nvmlDeviceGetMemoryInfo(h)
         except pynvml.NVMLError as exc:
@@ -241,6 +240,7 @@ class NvmlBackend:
             if exc.value == pynvml.NVML_ERROR_NOT_SUPPORTED:   # unified memory (Grace, GB10)
                 return EMPTY_MEMORY, None
             return EMPTY_MEMORY, f"memory could not be read: {exc}"
+        dev.memory_v2 = False   # v2 failed where v1 works: an older driver (reserved in used)
         return MemoryInfo(m.total or None, m.used, m.free, None), None
 
     def _read_pcie(self, index: int) -> PcieReading | None:
@@ -248,13 +248,17 @@ class NvmlBackend:
         lib, h = self._lib, dev.handle
         if h is None:
             return None
-        try:
-            tx = self._opt(lib.nvmlDeviceGetPcieThroughput, h, lib.NVML_PCIE_UTIL_TX_BYTES)
-            rx = self._opt(lib.nvmlDeviceGetPcieThroughput, h, lib.NVML_PCIE_UTIL_RX_BYTES)
-        except _GpuLost:
-            return None
+        tx = self._opt(lib.nvmlDeviceGetPcieThroughput, h, lib.NVML_PCIE_UTIL_TX_BYTES)
+        rx = self._opt(lib.nvmlDeviceGetPcieThroughput, h, lib.NVML_PCIE_UTIL_RX_BYTES)
         return PcieReading(tx * 1024.0 if tx is not None else None,
                            rx * 1024.0 if rx is not None else None)
+
+    def _poll_pcie(self, index: int) -> PcieReading | None:
+        """For the poller thread: a lost GPU is noticed by the next sample, not here."""
+        try:
+            return self._read_pcie(index)
+        except _GpuLost:
+            return None
 
     def _read_nvlink(self, dev: _Device) -> tuple[float | None, float | None]:
         if not dev.nvlink_links:

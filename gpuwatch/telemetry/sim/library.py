@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import types
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -55,7 +56,7 @@ class SimulatedNvml(types.ModuleType):
         self.clock = clock
         self.loop = loop
         self.pcie_latency_s = pcie_latency_s
-        self.calls = 0                      # how many NVML calls were made (for benchmarks)
+        self.calls: Counter[str] = Counter()   # NVML calls made, by name
         self._initialised = 0
         self._by_gpu: list[list[ScenarioProcess]] = [[] for _ in scenario.gpus]
         for p in scenario.processes:
@@ -70,7 +71,7 @@ class SimulatedNvml(types.ModuleType):
         return t % self.scenario.duration_s if self.loop else t
 
     def _enter(self, call: str, gpu: int | None, needs_init: bool = True) -> float:
-        self.calls += 1
+        self.calls[call] += 1
         t = self.scenario_time_s()
         for fault in self.scenario.faults:
             if fault.active(call, gpu, t):

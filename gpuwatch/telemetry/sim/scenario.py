@@ -76,7 +76,7 @@ class ScenarioFault:
             self.start_s <= t
             and (self.end_s is None or t < self.end_s)
             and (self.call == "*" or self.call == call)
-            and (self.gpu is None or gpu is None or self.gpu == gpu)
+            and (self.gpu is None or self.gpu == gpu)
         )
 
 

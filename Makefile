@@ -1,0 +1,38 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: run demo test lint bench clean system-deps system-deps-test
+
+run: system-deps $(STAMP)
+	$(BIN)/gpuwatch
+
+demo: system-deps $(STAMP)
+	$(BIN)/gpuwatch gui --demo
+
+test: system-deps-test $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	$(BIN)/ruff check gpuwatch tests benchmarks
+
+lint: $(STAMP)
+	$(BIN)/ruff check gpuwatch tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/sampler.py
+
+system-deps:
+	@scripts/system-deps.sh
+
+system-deps-test:
+	@scripts/system-deps.sh test
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info

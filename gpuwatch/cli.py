@@ -1,0 +1,66 @@
+"""The `gpuwatch` command line: argument parsing and dispatch to the subcommands.
+
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input. Errors are one or two
+plain sentences on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gpuwatch import __version__
+from gpuwatch.commands import telemetry_cmds
+from gpuwatch.telemetry.errors import NvmlUnavailableError, ScenarioError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuwatch",
+        description="Monitor GPU memory, budget it before launch, and get warned before "
+                    "an out-of-memory crash.")
+    parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    telemetry_cmds.add_parsers(sub)
+    _add_optional(sub, "gpuwatch.commands.estimate", "add_estimate_parser")
+    return parser
+
+
+def _add_optional(sub: argparse._SubParsersAction, module: str, function: str) -> None:
+    """Subcommands whose module may not be part of this build yet."""
+    import importlib
+
+    try:
+        add = getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError):
+        return
+    add(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except NvmlUnavailableError as exc:
+        print(f"gpuwatch: {exc.reason}\n"
+              "To explore gpuwatch on simulated GPUs, add --demo "
+              "(for example: gpuwatch snapshot --demo).", file=sys.stderr)
+        return EXIT_FAILURE
+    except ScenarioError as exc:
+        print(f"gpuwatch: scenario {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Command-line options shared by the subcommands, with readable errors for bad values."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from gpuwatch.telemetry.sampler import MIN_INTERVAL_S
+from gpuwatch.telemetry.source import MAX_SPEED, SourceOptions
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{what} must be a finite number, got {text!r}")
+    return value
+
+
+def interval(text: str) -> float:
+    value = _number(text, "the interval")
+    if not MIN_INTERVAL_S <= value <= 3600:
+        raise argparse.ArgumentTypeError(
+            f"the interval must be between {MIN_INTERVAL_S} and 3600 seconds, got {text}")
+    return value
+
+
+def seconds(text: str) -> float:
+    value = _number(text, "the time")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"the time must be 0 or more seconds, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("the duration must be more than 0 seconds")
+    return value
+
+
+def time_scale(text: str) -> float | str:
+    if text.strip().lower() == MAX_SPEED:
+        return MAX_SPEED
+    value = _number(text, "the time scale")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the time scale must be above 0 (or 'max'), got {text}")
+    return value
+
+
+def add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--demo", nargs="?", const="", default=None, metavar="SCENARIO",
+        help="use simulated GPUs running SCENARIO (a built-in name or a .toml file; "
+             "default: workstation). See `gpuwatch scenarios`.")
+
+
+def add_sampling(parser: argparse.ArgumentParser, default_interval: float = 1.0) -> None:
+    parser.add_argument("--interval", type=interval, default=default_interval, metavar="S",
+                        help=f"seconds between samples (default {default_interval:g}, "
+                             f"minimum {MIN_INTERVAL_S:g})")
+    parser.add_argument("--time-scale", type=time_scale, default=1.0, metavar="X|max",
+                        help="simulated GPUs only: virtual seconds per real second, or 'max' "
+                             "to run without waiting (default 1)")
+
+
+def source_options(args: argparse.Namespace, *, loop: bool = False,
+                   pcie_inline: bool = False) -> SourceOptions:
+    return SourceOptions(
+        demo=args.demo,
+        time_scale=getattr(args, "time_scale", 1.0),
+        loop=loop,
+        start_at_s=getattr(args, "at", 0.0) or 0.0,
+        pcie_inline=pcie_inline,
+    )

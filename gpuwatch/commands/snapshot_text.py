@@ -1,0 +1,115 @@
+"""Snapshots as text for a terminal: a block per GPU and a table of its processes."""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuSample, GpuState, Snapshot
+from gpuwatch.core.units import format_bytes, format_duration, format_rate
+
+
+def describe_backend(info: BackendInfo) -> str:
+    if info.kind is BackendKind.SIMULATED:
+        return f"Simulated GPUs (scenario '{info.scenario}'), not real hardware"
+    parts = ["NVML"]
+    if info.driver_version:
+        parts.append(f"driver {info.driver_version}")
+    if info.cuda_driver_version:
+        parts.append(f"CUDA {info.cuda_driver_version}")
+    return ", ".join(parts)
+
+
+def _memory_line(g: GpuSample) -> str:
+    m = g.memory
+    if m.total_bytes is None:
+        return "memory: not reported by this GPU"
+    pct = f" ({m.used_fraction * 100:.0f} %)" if m.used_fraction is not None else ""
+    reserved = f", {format_bytes(m.reserved_bytes)} reserved" if m.reserved_bytes else ""
+    return (f"memory: {format_bytes(m.used_bytes)} used of {format_bytes(m.total_bytes)}{pct}, "
+            f"{format_bytes(m.free_bytes)} free{reserved}")
+
+
+def _activity_line(g: GpuSample) -> str:
+    bits = []
+    if g.gpu_util_percent is not None:
+        bits.append(f"GPU busy {g.gpu_util_percent:.0f} %")
+    if g.memory_busy_percent is not None:
+        est = g.estimated_bandwidth_bytes_per_s
+        peak = g.peak_bandwidth_bytes_per_s
+        bw = (f" ≈ {format_rate(est)} of {format_rate(peak)} peak (estimate)"
+              if est is not None and peak else "")
+        bits.append(f"memory busy {g.memory_busy_percent:.0f} % of the time{bw}")
+    if g.pcie_rx_bytes_per_s is not None or g.pcie_tx_bytes_per_s is not None:
+        bits.append(f"PCIe rx {format_rate(g.pcie_rx_bytes_per_s)} "
+                    f"tx {format_rate(g.pcie_tx_bytes_per_s)}")
+    if g.nvlink_rx_bytes_per_s is not None:
+        bits.append(f"NVLink rx {format_rate(g.nvlink_rx_bytes_per_s)} "
+                    f"tx {format_rate(g.nvlink_tx_bytes_per_s)}")
+    return " · ".join(bits)
+
+
+def _sensors_line(g: GpuSample) -> str:
+    bits = []
+    if g.temperature_c is not None:
+        bits.append(f"{g.temperature_c:.0f} °C")
+    if g.power_w is not None:
+        limit = f" / {g.power_limit_w:.0f} W" if g.power_limit_w else ""
+        bits.append(f"{g.power_w:.0f} W{limit}")
+    if g.graphics_clock_mhz is not None:
+        bits.append(f"clocks {g.graphics_clock_mhz} / {g.memory_clock_mhz} MHz (graphics/memory)")
+    if g.mig_enabled:
+        bits.append("MIG on")
+    return " · ".join(bits)
+
+
+def _truncate(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_snapshot(s: Snapshot, width: int = 100) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.timestamp_s))
+    lines = [f"{describe_backend(s.backend)} · {stamp}"]
+    for w in s.warnings:
+        lines.append(f"warning: {w}")
+    for g in s.gpus:
+        lines.append("")
+        title = f"GPU {g.index}  {g.name or 'unknown GPU'}"
+        if g.state is not GpuState.OK:
+            title += f"  [{g.state.value.upper()}: {g.error}]"
+        lines.append(title)
+        if g.state is GpuState.LOST:
+            continue
+        for text in (_memory_line(g), _activity_line(g), _sensors_line(g)):
+            if text:
+                lines.append("  " + text)
+        if not g.processes:
+            lines.append("  no processes")
+            continue
+        lines.append(f"  {'PID':>7}  {'USER':<10} {'GPU MEMORY':>10}  {'RUNNING':>9}  COMMAND")
+        for p in g.processes:
+            running = format_duration(s.timestamp_s - p.started_at_s) if p.started_at_s else ""
+            command = shlex.join(p.cmdline) if p.cmdline else (p.name or "(not visible)")
+            if p.container:
+                command = f"[{p.container}] {command}"
+            lines.append("  " + _truncate(
+                f"{p.pid:>7}  {(p.user or '?')[:10]:<10} {format_bytes(p.used_bytes):>10}  "
+                f"{running:>9}  {command}", width - 2))
+    return "\n".join(lines)
+
+
+def format_tick(s: Snapshot, elapsed_s: float) -> list[str]:
+    """One compact line per GPU for `gpuwatch record`."""
+    out = []
+    for g in s.gpus:
+        head = f"{format_duration(elapsed_s):>10}  GPU {g.index}"
+        if g.state is GpuState.LOST:
+            out.append(f"{head}  LOST ({g.error})")
+            continue
+        m = g.memory
+        pct = f"{m.used_fraction * 100:3.0f} %" if m.used_fraction is not None else "  n/a"
+        busy = (f"busy {g.memory_busy_percent:3.0f} %" if g.memory_busy_percent is not None
+                else "busy n/a")
+        out.append(f"{head}  {format_bytes(m.used_bytes):>9} / {format_bytes(m.total_bytes)} "
+                   f"{pct}  {busy}  {len(g.processes)} proc")
+    return out

@@ -1,0 +1,122 @@
+"""`gpuwatch snapshot`, `gpuwatch record` and `gpuwatch scenarios`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from gpuwatch.commands import options
+from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
+from gpuwatch.core.history import History
+from gpuwatch.core.snapshot import BackendKind, Snapshot
+from gpuwatch.core.snapshot_json import snapshot_to_json
+from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.telemetry.sampler import Sampler
+from gpuwatch.telemetry.sim.catalog import builtin_scenarios
+from gpuwatch.telemetry.source import open_backend
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("snapshot", help="take one sample and print it (table or JSON)",
+                       description="Take one sample of every GPU and its processes.")
+    options.add_demo(p)
+    p.add_argument("--at", type=options.seconds, default=0.0, metavar="S",
+                   help="simulated GPUs only: the scenario's virtual time to sample at")
+    p.add_argument("--json", action="store_true", help="print the gpuwatch.snapshot/1 document")
+    p.set_defaults(func=run_snapshot)
+
+    p = sub.add_parser("record", help="sample headless and print each tick",
+                       description="Sample at an interval without a window, printing every "
+                                   "tick; Ctrl-C ends with a summary.")
+    options.add_demo(p)
+    options.add_sampling(p)
+    p.add_argument("--duration", type=options.positive_seconds, metavar="S",
+                   help="stop after S seconds (virtual seconds on simulated GPUs; "
+                        "default: the scenario's length, or until Ctrl-C on real GPUs)")
+    p.add_argument("--json", action="store_true",
+                   help="print one gpuwatch.snapshot/1 document per line")
+    p.set_defaults(func=run_record)
+
+    p = sub.add_parser("scenarios", help="list the built-in simulated scenarios")
+    p.set_defaults(func=run_scenarios)
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    backend = open_backend(options.source_options(args, pcie_inline=True))
+    try:
+        snap = backend.sample()
+    finally:
+        backend.close()
+    if args.json:
+        print(json.dumps(snapshot_to_json(snap), indent=2))
+    else:
+        print(format_snapshot(snap))
+    return 0
+
+
+def run_record(args: argparse.Namespace) -> int:
+    backend = open_backend(options.source_options(args))
+    simulated = backend.info.kind is BackendKind.SIMULATED
+    duration = args.duration
+    if duration is None and simulated:
+        duration = backend._lib.scenario.duration_s
+    history = History()
+    start = backend.clock.elapsed_s()
+    done = threading.Event()
+    failures: list[Exception] = []
+
+    def on_snapshot(snap: Snapshot) -> None:
+        history.append(snap)
+        if args.json:
+            print(json.dumps(snapshot_to_json(snap), separators=(",", ":")), flush=True)
+        else:
+            for line in format_tick(snap, backend.clock.elapsed_s() - start):
+                print(line)
+            sys.stdout.flush()
+
+    def on_error(exc: Exception) -> None:
+        failures.append(exc)
+        print(f"gpuwatch: a sample failed: {exc}", file=sys.stderr)
+
+    if not args.json:
+        print(f"Recording {describe_backend(backend.info)} every {args.interval:g} s"
+              + (f" for {format_duration(duration)}" if duration else " until Ctrl-C"))
+    sampler = Sampler(backend, args.interval, on_snapshot, on_error,
+                      until_elapsed_s=None if duration is None else start + duration,
+                      on_finished=done.set)
+    previous = signal.signal(signal.SIGINT, lambda *_: sampler.stop(timeout_s=0))
+    try:
+        sampler.start()
+        while not done.wait(0.2):
+            pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        sampler.stop()
+        backend.close()
+    summary = _summary(history, sampler.samples, backend.clock.elapsed_s() - start)
+    print(summary, file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _summary(history: History, samples: int, elapsed_s: float) -> str:
+    peaks = []
+    for index, ring in sorted(history.gpus.items()):
+        used = ring.column("used_bytes")
+        finite = used[~(used != used)]  # drop NaN (lost samples)
+        peak = format_bytes(float(finite.max())) if finite.size else "n/a"
+        peaks.append(f"GPU {index} peak {peak}")
+    return (f"Recorded {samples} samples over {format_duration(elapsed_s)}"
+            + (": " + ", ".join(peaks) if peaks else "") + ".")
+
+
+def run_scenarios(args: argparse.Namespace) -> int:
+    scenarios = builtin_scenarios()
+    width = max(len(s.name) for s in scenarios)
+    for s in scenarios:
+        gpus = f"{len(s.gpus)} GPU{'s' if len(s.gpus) > 1 else ''}"
+        print(f"{s.name:<{width}}  {gpus:>6}  {format_duration(s.duration_s):>11}  "
+              f"{s.description}")
+    return 0

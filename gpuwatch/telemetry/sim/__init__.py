@@ -1,0 +1,1 @@
+"""Simulated GPUs: a scenario-driven NVML that the real backend runs on unchanged."""

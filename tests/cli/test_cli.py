@@ -1,0 +1,122 @@
+"""The command line, run in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpuwatch.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:      # argparse's own usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_snapshot_json_follows_the_schema(capsys):
+    code, out, _ = run(capsys, "snapshot", "--demo", "--at", "600", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "gpuwatch.snapshot/1"
+    assert doc["backend"]["kind"] == "simulated" and doc["backend"]["scenario"] == "workstation"
+    assert isinstance(doc["timestamp_s"], float)
+    g0 = doc["gpus"][0]
+    assert set(g0) >= {"index", "uuid", "name", "state", "memory", "utilization", "bandwidth",
+                       "pcie", "temperature_c", "power_w", "processes"}
+    assert set(g0["memory"]) == {"total_bytes", "used_bytes", "free_bytes", "reserved_bytes"}
+    assert set(g0["utilization"]) == {"gpu_percent", "memory_busy_percent"}
+    assert {"peak_bytes_per_s", "estimated_bytes_per_s"} <= set(g0["bandwidth"])
+    assert set(g0["pcie"]) == {"tx_bytes_per_s", "rx_bytes_per_s"}
+    assert all(isinstance(g0["memory"][k], int) for k in g0["memory"])
+    proc = g0["processes"][0]
+    assert {"pid", "name", "cmdline", "user", "used_bytes", "container"} <= set(proc)
+    assert proc["cmdline"][1] == "train.py"
+
+
+def test_snapshot_table_has_units_and_processes(capsys):
+    code, out, _ = run(capsys, "snapshot", "--demo", "workstation", "--at", "600")
+    assert code == 0
+    assert "Simulated GPUs" in out and "GiB" in out and "train.py" in out
+    assert "(estimate)" in out
+
+
+def test_unsupported_values_are_null_in_json(capsys):
+    _code, out, _ = run(capsys, "snapshot", "--demo", "faults", "--at", "35", "--json")
+    doc = json.loads(out)
+    lost = doc["gpus"][1]
+    assert lost["state"] == "lost" and lost["memory"]["used_bytes"] is None
+
+
+def test_record_runs_virtual_time_at_full_speed(capsys):
+    code, out, _ = run(capsys, "record", "--demo", "oom-ramp", "--time-scale", "max",
+                       "--duration", "30", "--interval", "1")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("Recording Simulated GPUs")
+    assert sum(line.strip().split("  ")[1:2] == ["GPU 0"] for line in lines) == 31
+    assert lines[-1].startswith("Recorded 31 samples over 30 s: GPU 0 peak")
+
+
+def test_record_json_lines(capsys):
+    code, out, err = run(capsys, "record", "--demo", "--time-scale", "max", "--duration", "3",
+                         "--json")
+    assert code == 0
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert len(docs) == 4 and all(d["schema"] == "gpuwatch.snapshot/1" for d in docs)
+    assert "Recorded 4 samples" in err
+
+
+def test_scenarios_lists_the_builtins(capsys):
+    code, out, _ = run(capsys, "scenarios")
+    assert code == 0
+    assert {line.split()[0] for line in out.splitlines()} >= {
+        "workstation", "oom-ramp", "leak", "fragmentation", "multi-gpu-ddp", "churn", "faults"}
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["record", "--interval", "0.01"], "between 0.1 and 3600"),
+    (["record", "--interval", "soon"], "must be a number"),
+    (["record", "--time-scale", "-2"], "above 0"),
+    (["record", "--duration", "0"], "more than 0"),
+    (["snapshot", "--at", "-5"], "0 or more"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_values_exit_2_with_a_sentence(capsys, argv, words):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and words in err
+
+
+def test_bad_scenario_file_exits_2_naming_file_and_field(capsys, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('schema = "gpuwatch.scenario/1"\nname = "x"\nduration_s = 10\n'
+                    '[[gpus]]\nname = "g"\nmemory_total = "lots"\n')
+    code, _, err = run(capsys, "snapshot", "--demo", str(path))
+    assert code == 2
+    assert str(path) in err and "gpus[0].memory_total" in err and "Traceback" not in err
+
+
+def test_missing_driver_is_one_clear_sentence_and_an_offer_of_demo(capsys, tmp_path):
+    path = tmp_path / "nodriver.toml"
+    path.write_text('schema = "gpuwatch.scenario/1"\nname = "nodriver"\nduration_s = 10\n'
+                    '[[gpus]]\nname = "g"\nmemory_total = "8GiB"\n'
+                    '[[faults]]\nstart_s = 0\ncall = "nvmlInit"\nerror = "LIBRARY_NOT_FOUND"\n')
+    code, _, err = run(capsys, "snapshot", "--demo", str(path))
+    assert code == 1
+    assert "No NVIDIA driver found" in err and "--demo" in err
+
+
+def test_python_dash_m_runs_without_a_traceback():
+    result = subprocess.run([sys.executable, "-m", "gpuwatch", "snapshot"],
+                            capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in result.stderr
+    if result.returncode == 1:                   # no NVIDIA driver on this machine
+        assert "--demo" in result.stderr
+    else:
+        assert result.returncode == 0 and "NVML" in result.stdout

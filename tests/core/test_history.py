@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from gpuwatch.core.history import DAY_AT_1HZ, History, Ring
+from gpuwatch.core.snapshot import (
+    BackendInfo,
+    BackendKind,
+    GpuSample,
+    GpuState,
+    MemoryInfo,
+    ProcessSample,
+    Snapshot,
+)
+
+BACKEND = BackendInfo(BackendKind.SIMULATED, scenario="t")
+
+
+def snap(t: float, used: int | None, pids=(1,)) -> Snapshot:
+    procs = tuple(ProcessSample(pid, 0, used) for pid in pids)
+    gpu = GpuSample(0, "u", "g", GpuState.OK, MemoryInfo(100, used, None, None), processes=procs)
+    return Snapshot(t, BACKEND, (gpu,))
+
+
+def test_ring_keeps_the_newest_rows_in_order():
+    ring = Ring(4, {"t": np.float64})
+    for i in range(10):
+        ring.append({"t": i})
+    assert len(ring) == 4
+    assert ring.column("t").tolist() == [6, 7, 8, 9]
+    assert ring.column("t", last=2).tolist() == [8, 9]
+    assert ring.last("t") == 9
+
+
+def test_ring_grows_by_doubling_up_to_capacity():
+    ring = Ring(100, {"t": np.float64}, initial=8)
+    for i in range(50):
+        ring.append({"t": i})
+    assert ring.column("t").tolist() == list(range(50))
+    assert ring.nbytes == 64 * 8
+    for i in range(50, 250):
+        ring.append({"t": i})
+    assert ring.nbytes == 100 * 8
+    assert ring.column("t").tolist() == list(range(150, 250))
+
+
+def test_unknown_values_are_nan_not_zero():
+    h = History(capacity=10)
+    h.append(snap(0, None))
+    assert np.isnan(h.gpu(0).column("used_bytes")[0])
+    assert h.gpu(0).last("used_bytes") is None
+
+
+def test_history_tracks_processes_and_evicts_the_least_recently_seen():
+    h = History(capacity=10, max_processes=2)
+    h.append(snap(0, 5, pids=(1, 2)))
+    h.append(snap(1, 6, pids=(2, 3)))
+    assert h.process(0, 1) is None
+    assert h.process(0, 2).column("used_bytes").tolist() == [5, 6]
+    assert h.process(0, 3).column("timestamp_s").tolist() == [1]
+
+
+def test_a_day_at_1hz_for_8_gpus_is_preallocated_and_bounded():
+    per_gpu = History.bytes_per_gpu()
+    assert per_gpu == DAY_AT_1HZ * 60
+    h = History()
+    for t in range(3):
+        h.append(snap(t, 10))
+    assert h.gpu(0).nbytes == per_gpu
+    assert 8 * per_gpu < 50 * 1024**2
+
+
+@pytest.mark.parametrize("capacity", [0, -1])
+def test_ring_rejects_empty_capacity(capacity):
+    with pytest.raises(ValueError):
+        Ring(capacity, {"t": np.float64})
