@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "an out-of-memory crash.")
     parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_optional(sub, "gpuwatch.commands.gui", "add_gui_parser")
     telemetry_cmds.add_parsers(sub)
     _add_optional(sub, "gpuwatch.commands.estimate", "add_estimate_parser")
     return parser
@@ -40,8 +41,19 @@ def _add_optional(sub: argparse._SubParsersAction, module: str, function: str) -
     add(sub)
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        if "gui" in _subcommands(parser):
+            argv.insert(0, "gui")            # `gpuwatch` alone opens the window
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
