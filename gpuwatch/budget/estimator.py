@@ -1,0 +1,257 @@
+"""The estimator: model + workload + setup → bytes per category on the most loaded GPU.
+
+Training peaks at one of two moments, and the total is the larger:
+
+* the start of the backward pass: weights, optimizer states, every saved activation,
+  the loss temporaries, and the gradients that exist by then (all of them under
+  gradient accumulation; otherwise only the output layer's, because
+  ``zero_grad(set_to_none=True)`` freed them and backward refills them while it
+  frees activations);
+* ``optimizer.step()``: weights, all gradients, optimizer states and the step's
+  temporaries (PyTorch's foreach Adam allocates one more state-sized buffer).
+
+``breakdown`` lists each category at its own size; ``overlap_bytes`` is what the
+sum counts twice because the two moments differ. ``total = sum − overlap``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuwatch.budget import activations as act
+from gpuwatch.budget.errors import BudgetError
+from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
+from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
+from gpuwatch.budget.states import live_layer_bytes, model_states
+from gpuwatch.budget.workload import Setup, Workload
+from gpuwatch.core.units import format_bytes
+
+MIB = 1024**2
+CUDA_CONTEXT_BYTES = 450 * MIB  # recent CUDA with lazy loading: ~300–450 MiB (PyTorch)
+CUBLAS_WORKSPACE_BYTES = 64 * MIB
+CUDNN_WORKSPACE_BYTES = 256 * MIB
+KV_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+
+CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache",
+              "framework_overhead")
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Bytes per category on one GPU (the most loaded one under parallelism)."""
+
+    parameters: int = 0
+    gradients: int = 0
+    optimizer_states: int = 0
+    activations: int = 0
+    kv_cache: int = 0
+    framework_overhead: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in CATEGORIES}
+
+    @property
+    def sum(self) -> int:
+        return sum(self.as_dict().values())
+
+
+@dataclass(frozen=True)
+class Detail:
+    """The pieces behind the categories, for the advisor, the solver and the benchmark."""
+
+    optimizer_persistent: int = 0
+    optimizer_step_temp: int = 0
+    grads_at_backward: int = 0
+    loss_bytes: int = 0
+    host_bytes: int = 0  # offloaded to CPU memory
+    fixed_bytes: int = 0  # the backward-start peak, less what scales with the batch
+    per_sample_bytes: float = 0.0  # what one more sample adds at that moment
+    step_bytes: int = 0  # the optimizer-step peak
+    recompute_flops_percent: float = 0.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    model: str
+    params: int
+    trainable_params: int
+    workload: Workload
+    setup: Setup
+    breakdown: Breakdown
+    total_bytes: int
+    overlap_bytes: int
+    peak_phase: str
+    formulas: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+    detail: Detail = field(default_factory=Detail)
+
+    def formula(self, category: str) -> str:
+        return dict(self.formulas).get(category, "")
+
+
+def auto_overhead(spec: ModelSpec) -> tuple[int, str]:
+    """The framework overhead figure and the sentence that says where it comes from."""
+    total = CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES
+    why = (f"framework overhead {format_bytes(total)}: CUDA context {format_bytes(CUDA_CONTEXT_BYTES)} "
+           "(upper end of the 300–450 MiB PyTorch measures on recent CUDA with lazy loading; "
+           f"old CUDA 11 on V100 takes ~1.3 GB) + cuBLAS workspace {format_bytes(CUBLAS_WORKSPACE_BYTES)}")
+    if isinstance(spec, CnnSpec):
+        total += CUDNN_WORKSPACE_BYTES
+        why += f" + cuDNN convolution workspace {format_bytes(CUDNN_WORKSPACE_BYTES)}"
+    return total, why + "; set --overhead to override."
+
+
+def _seq(spec: ModelSpec, wl: Workload) -> int:
+    if isinstance(spec, TransformerSpec) and spec.arch == "vit":
+        h, w = wl.image or (spec.image, spec.image)
+        return spec.seq_for_image(h, w)
+    return wl.seq
+
+
+def _act_options(spec: ModelSpec, setup: Setup) -> act.ActivationOptions:
+    return act.ActivationOptions(setup.flash_attention, setup.checkpointing, setup.tp,
+                                 setup.sequence_parallel, setup.dropout_mask_bytes)
+
+
+def transformer_train_activations(spec: TransformerSpec, p: Precision, wl: Workload,
+                                  setup: Setup) -> tuple[float, float]:
+    """(saved activations incl. loss temporaries, of which loss) for one micro-batch."""
+    o, b, s = _act_options(spec, setup), wl.batch, _seq(spec, wl)
+    enc = act.layer_activations(spec, p, o, b, s)
+    layers = [(enc, spec.layers)]
+    if spec.decoder_layers:
+        layers.append((act.layer_activations(spec, p, o, b, s, cross_s=s), spec.decoder_layers))
+    sp = setup.tp if setup.sequence_parallel else 1
+    if setup.checkpointing == "full":
+        kept = sum(la.layer_input / sp * n for la, n in layers)
+        body = kept + max(la.total(o) for la, _ in layers)  # one layer re-run in backward
+    else:
+        body = sum(la.total(o) * n for la, n in layers)
+    emb = act.embedding_activations(spec, p, o, b, s) / sp
+    head = act.head_activations(spec, p, b, s) / sp
+    loss = act.loss_activations(spec, p, b, s) / setup.tp
+    if setup.pp > 1:  # 1F1B: the first stage keeps pp micro-batches of its L/pp layers
+        first, last = body + emb, body / setup.pp + head + loss
+        return max(first, last), (loss if last > first else 0.0)
+    return body + emb + head + loss, loss
+
+
+def cnn_train_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: Setup) -> float:
+    saved = spec.saved_elements_per_sample * p.act_bytes + spec.index_elements_per_sample * 8
+    if setup.checkpointing == "full":  # √n segments: their inputs plus one segment re-run
+        n = max(1, len(spec.layers))
+        saved = saved * 2 / n**0.5
+    return wl.batch * saved
+
+
+def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
+    """(weights, activations) of a frozen teacher run for inference beside the student."""
+    wb = 4 if p.name == "fp32" else 2
+    weights = spec.params * wb / setup.tp
+    if isinstance(spec, CnnSpec):
+        return weights, 2 * wl.batch * spec.largest_output_elements * p.act_bytes
+    o = _act_options(spec, setup)
+    s = _seq(spec, wl)
+    acts = act.inference_activations(spec, p, o, wl.batch, s)
+    logits = wl.batch * s * spec.vocab * p.act_bytes / setup.tp  # kept for the distillation loss
+    return weights, acts + logits
+
+
+def kv_cache_bytes(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> float:
+    """2 × layers × k·d × context × batch × bytes (÷t); T5 adds the cross-attention K/V."""
+    if not isinstance(spec, TransformerSpec) or spec.arch in ("encoder", "vit"):
+        return 0.0
+    kvb = KV_BYTES[setup.kv_precision] if setup.kv_precision else float(p.act_bytes)
+    width = spec.kv * spec.d
+    layers = spec.decoder_layers or spec.layers
+    per_layer_tokens = wl.kv_context + (wl.seq if spec.decoder_layers else 0)
+    return 2 * layers * width * per_layer_tokens * wl.batch * kvb / setup.tp / setup.pp
+
+
+def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) -> Estimate:
+    """The memory budget of ``spec`` under ``workload`` and ``setup`` (defaults: amp-bf16, AdamW)."""
+    from gpuwatch.budget.explain import explain
+
+    setup = setup or Setup()
+    p = get_precision(setup.precision)
+    opt = get_optimizer(setup.optimizer)
+    train = workload.mode == "train"
+    if train and p.quantized and not setup.lora_rank:
+        raise BudgetError("--precision", f"{p.name} weights train only through LoRA adapters; "
+                          "add --lora RANK or use --mode infer.")
+    if isinstance(spec, CnnSpec) and (setup.tp > 1 or setup.lora_rank):
+        raise BudgetError("--tp" if setup.tp > 1 else "--lora",
+                          "tensor parallelism and LoRA apply to transformers only.")
+    states = model_states(spec, p, opt, setup, train)
+    weights, grads = states.weights, states.grads
+    optimizer, step_temp = states.optimizer, states.step_temp
+    host = 0.0
+    if setup.zero == 3:
+        weights += live_layer_bytes(spec, p, setup)
+    if train and setup.offload:
+        host += optimizer + step_temp
+        optimizer = step_temp = 0.0
+        if setup.offload == "params":
+            host += states.weights
+            weights = live_layer_bytes(spec, p, setup)
+
+    loss = 0.0
+    if train and isinstance(spec, TransformerSpec):
+        activations, loss = transformer_train_activations(spec, p, setup=setup, wl=workload)
+        if p.name.startswith("amp"):  # autocast caches a 16-bit copy of every matmul weight
+            matmul = sum(g.numel for g in spec.param_groups() if g.kind == "linear")
+            activations += 2 * matmul / setup.tp / setup.pp
+    elif train:
+        activations = cnn_train_activations(spec, p, workload, setup)
+    elif isinstance(spec, TransformerSpec):
+        activations = act.inference_activations(spec, p, _act_options(spec, setup), workload.batch,
+                                                _seq(spec, workload))
+    else:
+        activations = 2 * workload.batch * spec.largest_output_elements * p.act_bytes
+    if setup.teacher is not None:
+        tw, ta = _teacher(setup.teacher, p, workload, setup)
+        weights += tw
+        activations += ta
+    kv = 0.0 if train else kv_cache_bytes(spec, p, workload, setup)
+    if setup.overhead_bytes is None:
+        overhead, overhead_note = auto_overhead(spec)
+    else:
+        overhead, overhead_note = setup.overhead_bytes, f"framework overhead {format_bytes(setup.overhead_bytes)} as given."
+
+    # gradients alive at the start of backward
+    if not train:
+        grads_bwd = 0.0
+    elif workload.grad_accum > 1:
+        grads_bwd = grads
+    else:
+        head = max((g.numel for g in spec.param_groups() if not g.per_layer), default=0)
+        grads_bwd = 0.0 if setup.lora_rank else min(grads, head * p.grad_bytes / setup.tp)
+    fixed = weights + optimizer + grads_bwd + overhead
+    scaling = activations + kv
+    backward_peak = fixed + scaling
+    step_peak = (weights + grads + optimizer + step_temp + overhead) if train else 0.0
+    breakdown = Breakdown(
+        parameters=round(weights), gradients=round(grads),
+        optimizer_states=round(optimizer + step_temp), activations=round(activations),
+        kv_cache=round(kv), framework_overhead=round(overhead),
+    )
+    total = round(max(backward_peak, step_peak))
+    phase = ("inference" if not train else
+             "optimizer step" if step_peak > backward_peak else "start of backward")
+    detail = Detail(
+        optimizer_persistent=round(optimizer), optimizer_step_temp=round(step_temp),
+        grads_at_backward=round(grads_bwd), loss_bytes=round(loss), host_bytes=round(host),
+        fixed_bytes=round(fixed), per_sample_bytes=scaling / workload.batch,
+        step_bytes=round(step_peak),
+        recompute_flops_percent={"none": 0.0, "selective": 3.0, "full": 33.0}[setup.checkpointing]
+        if train else 0.0,
+    )
+    est = Estimate(
+        model=getattr(spec, "name", "model"), params=spec.params,
+        trainable_params=states.trainable * setup.tp if train else 0,
+        workload=workload, setup=setup, breakdown=breakdown, total_bytes=total,
+        overlap_bytes=breakdown.sum - total, peak_phase=phase, formulas=(), notes=(),
+        detail=detail,
+    )
+    formulas, notes = explain(spec, est, p, opt, overhead_note)
+    return Estimate(**{**est.__dict__, "formulas": formulas, "notes": notes})

@@ -1,0 +1,134 @@
+"""Precision regimes and optimizers, as bytes per parameter and per activation element.
+
+The table (weights + gradients + optimizer states, AdamW):
+
+============  =======  =====  =============================  =====
+regime        weights  grads  optimizer                      total
+============  =======  =====  =============================  =====
+fp32          4        4      8 (m, v)                       16
+amp-*         4        4      8                              16
+mixed-*       2        2      12 (fp32 master 4 + m 4 + v 4)  16
+bf16 / fp16   2        2      4 (m, v in 16 bits)             8
+============  =======  =====  =============================  =====
+
+``amp`` is torch autocast: parameters stay fp32, matmuls run in 16 bits, so the
+activations they save are 16-bit while the residual stream stays fp32. ``int8`` and
+``int4`` store the block weights quantized (embeddings and norms stay 16-bit) and
+compute in bf16; they train only through LoRA adapters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwatch.budget.errors import BudgetError
+
+INT4_GROUP = 64  # weights per fp16 scale in 4-bit group quantization
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    weight_bytes: float  # per stored weight of a block matmul
+    other_weight_bytes: float  # embeddings, norms, biases
+    grad_bytes: float
+    master_bytes: float  # fp32 master copy kept by the optimizer
+    state_bytes: float  # per optimizer state element
+    act_bytes: int  # activations saved by matmuls
+    residual_bytes: int  # the residual stream and norm inputs
+    description: str
+
+    @property
+    def quantized(self) -> bool:
+        return self.weight_bytes < 2
+
+
+PRECISIONS: dict[str, Precision] = {
+    p.name: p
+    for p in (
+        Precision("fp32", 4, 4, 4, 0, 4, 4, 4, "everything fp32"),
+        Precision("amp-bf16", 4, 4, 4, 0, 4, 2, 4,
+                  "torch autocast bf16: fp32 weights, grads and states, bf16 matmul activations"),
+        Precision("amp-fp16", 4, 4, 4, 0, 4, 2, 4,
+                  "torch autocast fp16: fp32 weights, grads and states, fp16 matmul activations"),
+        Precision("mixed-bf16", 2, 2, 2, 4, 4, 2, 2,
+                  "bf16 weights and grads, fp32 master weights and optimizer states"),
+        Precision("mixed-fp16", 2, 2, 2, 4, 4, 2, 2,
+                  "fp16 weights and grads, fp32 master weights and optimizer states"),
+        Precision("bf16", 2, 2, 2, 0, 2, 2, 2, "everything bf16, optimizer states included"),
+        Precision("fp16", 2, 2, 2, 0, 2, 2, 2, "everything fp16, optimizer states included"),
+        Precision("int8", 1.0, 2, 2, 0, 4, 2, 2, "int8 block weights, bf16 compute"),
+        Precision("int4", 0.5 + 2 / INT4_GROUP, 2, 2, 0, 4, 2, 2,
+                  f"4-bit block weights with an fp16 scale per {INT4_GROUP}, bf16 compute"),
+    )
+}
+
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "adam8bit", "adafactor", "lion")
+
+
+@dataclass(frozen=True)
+class OptimizerInfo:
+    name: str
+    states: float  # state elements per parameter (Adafactor: computed per matrix)
+    state_bytes_override: float | None  # bytes per state element when fixed (8-bit)
+    step_temp_states: float  # fp32-sized temporaries per parameter during step (foreach)
+    description: str
+
+
+OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
+    o.name: o
+    for o in (
+        OptimizerInfo("sgd", 0, None, 0, "plain SGD keeps no state"),
+        OptimizerInfo("momentum", 1, None, 0, "SGD with momentum: one buffer"),
+        OptimizerInfo("adam", 2, None, 1, "Adam: m and v"),
+        OptimizerInfo("adamw", 2, None, 1, "AdamW: m and v"),
+        OptimizerInfo("adam8bit", 2, 1 + 4 / 2048, 0,
+                      "8-bit Adam: m and v in 8 bits with an fp32 scale per 2048"),
+        OptimizerInfo("adafactor", 0, None, 0,
+                      "Adafactor: factored second moment (rows + columns per matrix), no m"),
+        OptimizerInfo("lion", 1, None, 0, "Lion: one momentum buffer"),
+    )
+}
+
+
+def get_precision(name: str) -> Precision:
+    key = name.strip().lower()
+    if key not in PRECISIONS:
+        raise BudgetError(
+            "--precision", f"unknown precision {name!r}; use one of {', '.join(PRECISIONS)}."
+        )
+    return PRECISIONS[key]
+
+
+def get_optimizer(name: str) -> OptimizerInfo:
+    key = name.strip().lower().replace("-", "").replace("_", "")
+    key = {"adamw8bit": "adam8bit", "paged_adamw_8bit": "adam8bit", "sgdm": "momentum"}.get(key, key)
+    if key not in OPTIMIZER_INFO:
+        raise BudgetError(
+            "--optimizer", f"unknown optimizer {name!r}; use one of {', '.join(OPTIMIZERS)}."
+        )
+    return OPTIMIZER_INFO[key]
+
+
+def optimizer_state_elements(opt: OptimizerInfo, rows: int, cols: int, count: int) -> float:
+    """State elements for ``count`` tensors of ``rows × cols``.
+
+    Adafactor factors the second moment of a matrix into a row and a column vector;
+    vectors keep a full second moment.
+    """
+    if opt.name == "adafactor":
+        return count * ((rows + cols) if rows > 1 and cols > 1 else rows * cols)
+    return opt.states * rows * cols * count
+
+
+def state_bytes(opt: OptimizerInfo, precision: Precision) -> float:
+    """Bytes per optimizer state element under ``precision``."""
+    return opt.state_bytes_override if opt.state_bytes_override is not None else precision.state_bytes
+
+
+def training_bytes_per_param(precision: Precision, opt: OptimizerInfo) -> float:
+    """Weights + gradients + master + optimizer states per (matrix) parameter, unsharded."""
+    if opt.name == "adafactor":
+        raise BudgetError("--optimizer", "Adafactor's state depends on matrix shapes; use the estimator.")
+    return (precision.weight_bytes + precision.grad_bytes + precision.master_bytes
+            + opt.states * state_bytes(opt, precision))

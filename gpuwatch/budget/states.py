@@ -1,0 +1,142 @@
+"""Model states per GPU: parameters, gradients and optimizer states.
+
+Walks the model's parameter groups once, applying the precision regime, LoRA,
+quantization, sparsity, and then tensor/pipeline parallelism, ZeRO and offload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gpuwatch.budget.precision import (
+    PRECISIONS,
+    OptimizerInfo,
+    Precision,
+    optimizer_state_elements,
+    state_bytes,
+)
+from gpuwatch.budget.specs import ModelSpec, ParamGroup, TransformerSpec
+from gpuwatch.budget.workload import Setup
+
+
+@dataclass(frozen=True)
+class States:
+    """Bytes on one GPU (floats until the estimator rounds them)."""
+
+    weights: float = 0.0
+    grads: float = 0.0
+    optimizer: float = 0.0  # persistent: states (and fp32 master weights)
+    step_temp: float = 0.0  # allocated only inside optimizer.step()
+    trainable: int = 0
+    stored_params: int = 0
+
+    def __add__(self, other: States) -> States:
+        return States(*(a + b for a, b in zip(self._tuple(), other._tuple(), strict=True)))
+
+    def scaled(self, w: float = 1, g: float = 1, o: float = 1) -> States:
+        return replace(self, weights=self.weights * w, grads=self.grads * g,
+                       optimizer=self.optimizer * o, step_temp=self.step_temp * o)
+
+    def _tuple(self) -> tuple[float, ...]:
+        return (self.weights, self.grads, self.optimizer, self.step_temp, self.trainable,
+                self.stored_params)
+
+
+def _is_block_matmul(g: ParamGroup) -> bool:
+    return g.per_layer and g.kind in ("linear", "conv")
+
+
+def _stored_weight_bytes(g: ParamGroup, p: Precision, sparsity: float) -> float:
+    if not _is_block_matmul(g):
+        return g.numel * p.other_weight_bytes
+    if not sparsity:
+        return g.numel * p.weight_bytes
+    nnz = g.numel * (1 - sparsity)
+    # the smaller of CSR with 32-bit column indices and a 1-bit mask per weight
+    return nnz * p.weight_bytes + min(4 * nnz, g.numel / 8)
+
+
+def adapter_precision(p: Precision) -> Precision:
+    """LoRA adapters: fp32 with autocast compute unless the regime is 16-bit throughout."""
+    if p.name.startswith(("mixed", "bf16", "fp16")):
+        return p
+    return PRECISIONS["amp-bf16"]
+
+
+def lora_groups(groups: tuple[ParamGroup, ...], rank: int) -> tuple[ParamGroup, ...]:
+    """A (rank × in) and B (out × rank) for every matmul in the repeated blocks."""
+    out: list[ParamGroup] = []
+    for g in groups:
+        if _is_block_matmul(g):
+            out.append(ParamGroup(g.name + ".lora_A", g.rows, rank, g.count, "linear"))
+            out.append(ParamGroup(g.name + ".lora_B", rank, g.cols, g.count, "linear"))
+    return tuple(out)
+
+
+def _train_states(groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo,
+                  foreach: bool) -> States:
+    n = sum(g.numel for g in groups)
+    sb = state_bytes(opt, p)
+    elements = sum(optimizer_state_elements(opt, g.rows, g.cols, g.count) for g in groups)
+    fused = p.master_bytes > 0  # Megatron/DeepSpeed fused optimizers: no temporaries
+    temp = n * opt.step_temp_states * sb if foreach and not fused else 0.0
+    return States(0.0, n * p.grad_bytes, n * p.master_bytes + elements * sb, temp, n, 0)
+
+
+def group_states(groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo, setup: Setup,
+                 train: bool) -> States:
+    """States of ``groups`` on one GPU before parallelism."""
+    weights = sum(_stored_weight_bytes(g, p, setup.sparsity) for g in groups)
+    stored = sum(g.numel for g in groups)
+    base = States(weights=weights, stored_params=stored)
+    if not train:
+        return base
+    if setup.lora_rank:
+        adapters = lora_groups(groups, setup.lora_rank)
+        ap = adapter_precision(p)
+        lora = _train_states(adapters, ap, opt, setup.foreach_optimizer)
+        return base + replace(lora, weights=sum(g.numel for g in adapters) * ap.weight_bytes)
+    return base + _train_states(groups, p, opt, setup.foreach_optimizer)
+
+
+def split_by_stage(spec: ModelSpec) -> tuple[tuple[ParamGroup, ...], tuple[ParamGroup, ...],
+                                             tuple[ParamGroup, ...]]:
+    """(repeated layers, first pipeline stage's extras, last stage's extras)."""
+    groups = spec.param_groups()
+    layers = tuple(g for g in groups if g.per_layer)
+    first = tuple(g for g in groups if not g.per_layer and g.kind == "embedding")
+    last = tuple(g for g in groups if not g.per_layer and g.kind != "embedding")
+    if isinstance(spec, TransformerSpec) and spec.tied_embeddings and spec.arch != "vit":
+        last += tuple(g for g in first if g.name == "embed")  # the tied head's copy
+    return layers, first, last
+
+
+def model_states(spec: ModelSpec, p: Precision, opt: OptimizerInfo, setup: Setup,
+                 train: bool) -> States:
+    """Parameters, gradients and optimizer states on the most loaded GPU."""
+    layers, first, last = split_by_stage(spec)
+    if setup.pp > 1:
+        a = group_states(first, p, opt, setup, train)
+        b = group_states(last, p, opt, setup, train)
+        extra = a if a.weights + a.optimizer >= b.weights + b.optimizer else b
+        s = group_states(layers, p, opt, setup, train).scaled(1 / setup.pp, 1 / setup.pp,
+                                                              1 / setup.pp)
+        s = replace(s, trainable=s.trainable // setup.pp, stored_params=s.stored_params // setup.pp)
+        s = s + extra
+    else:
+        s = group_states(spec.param_groups(), p, opt, setup, train)
+    t = setup.tp
+    s = s.scaled(1 / t, 1 / t, 1 / t)
+    n = setup.dp
+    if setup.zero >= 1:
+        s = s.scaled(o=1 / n)
+    if setup.zero >= 2:
+        s = s.scaled(g=1 / n)
+    if setup.zero >= 3:
+        s = s.scaled(w=1 / n)
+    return s
+
+
+def live_layer_bytes(spec: ModelSpec, p: Precision, setup: Setup) -> float:
+    """ZeRO-3 gathers each layer before use and prefetches the next: two layers' weights."""
+    return 2 * spec.layer_params() * p.weight_bytes / setup.tp

@@ -1,0 +1,103 @@
+"""What the estimator is asked: the workload and the training/inference setup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwatch.budget.errors import BudgetError
+from gpuwatch.budget.precision import OPTIMIZERS, PRECISIONS
+from gpuwatch.budget.specs import ModelSpec
+
+Mode = Literal["train", "infer"]
+CHECKPOINTING = ("none", "selective", "full")
+OFFLOAD = (None, "optimizer", "params")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Per-GPU micro-batch ``batch`` (per data-parallel replica) of ``seq`` tokens.
+
+    ``image`` (height, width) sizes CNNs and ViTs; ``context`` is the KV-cache length
+    for inference (defaults to ``seq``).
+    """
+
+    mode: Mode = "train"
+    batch: int = 1
+    seq: int = 512
+    image: tuple[int, int] | None = None
+    grad_accum: int = 1
+    context: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("train", "infer"):
+            raise BudgetError("--mode", f"mode must be train or infer, not {self.mode!r}.")
+        for name in ("batch", "seq", "grad_accum"):
+            if getattr(self, name) < 1:
+                raise BudgetError(f"--{name.replace('_', '-')}",
+                                  f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}.")
+        if self.context is not None and self.context < 1:
+            raise BudgetError("--context", f"--context must be at least 1, not {self.context}.")
+        if self.image is not None and min(self.image) < 1:
+            raise BudgetError("--image", "--image needs a positive height and width.")
+
+    @property
+    def kv_context(self) -> int:
+        return self.context or self.seq
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How the model is run: precision, optimizer, levers and parallelism.
+
+    ``dp`` is the data-parallel degree (ZeRO shards over it); ``tp``/``pp`` tensor and
+    pipeline degrees. ``overhead_bytes`` None means the automatic figure.
+    ``dropout_mask_bytes`` is 1 for CUDA's fused dropout (a bool mask); a CPU run
+    keeps the mask in the activation dtype.
+    """
+
+    precision: str = "amp-bf16"
+    optimizer: str = "adamw"
+    checkpointing: str = "none"
+    flash_attention: bool = False
+    zero: int = 0
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    sequence_parallel: bool = False
+    offload: str | None = None
+    lora_rank: int = 0
+    sparsity: float = 0.0
+    kv_precision: str | None = None
+    overhead_bytes: int | None = None
+    teacher: ModelSpec | None = None
+    dropout_mask_bytes: float = 1.0
+    foreach_optimizer: bool = True
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise BudgetError("--precision", f"unknown precision {self.precision!r}; use one of "
+                              f"{', '.join(PRECISIONS)}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise BudgetError("--optimizer", f"unknown optimizer {self.optimizer!r}; use one of "
+                              f"{', '.join(OPTIMIZERS)}.")
+        if self.checkpointing not in CHECKPOINTING:
+            raise BudgetError("--checkpointing", "checkpointing must be none, selective or full.")
+        if self.zero not in (0, 1, 2, 3):
+            raise BudgetError("--zero", f"ZeRO stage must be 0, 1, 2 or 3, not {self.zero}.")
+        for name in ("dp", "tp", "pp"):
+            if getattr(self, name) < 1:
+                raise BudgetError(f"--{name}", f"--{name} must be at least 1, not {getattr(self, name)}.")
+        if self.offload not in OFFLOAD:
+            raise BudgetError("--offload", "offload must be optimizer or params.")
+        if self.offload == "params" and self.zero != 3:
+            raise BudgetError("--offload", "offloading parameters needs ZeRO stage 3 (--zero 3).")
+        if self.lora_rank < 0:
+            raise BudgetError("--lora", f"LoRA rank must be positive, not {self.lora_rank}.")
+        if not 0.0 <= self.sparsity < 1.0:
+            raise BudgetError("--sparsity", f"sparsity must be a fraction in [0, 1), not {self.sparsity}.")
+        if self.kv_precision is not None and self.kv_precision not in ("fp32", "bf16", "fp16", "fp8", "int8", "int4"):
+            raise BudgetError("--kv-precision", f"unknown KV-cache precision {self.kv_precision!r}; "
+                              "use fp32, bf16, fp16, fp8, int8 or int4.")
+        if self.overhead_bytes is not None and self.overhead_bytes < 0:
+            raise BudgetError("--overhead", "the framework overhead cannot be negative.")
