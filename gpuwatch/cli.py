@@ -42,7 +42,7 @@ def _add_optional(sub: argparse._SubParsersAction, module: str, function: str) -
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
-    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+    for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return set(action.choices)
     return set()
@@ -51,9 +51,9 @@ def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
-        if "gui" in _subcommands(parser):
-            argv.insert(0, "gui")            # `gpuwatch` alone opens the window
+    bare = not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"))
+    if bare and "gui" in _subcommands(parser):
+        argv.insert(0, "gui")                # `gpuwatch` alone opens the window
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

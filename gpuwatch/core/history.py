@@ -1,21 +1,21 @@
 """Bounded, preallocated history of snapshots: numpy ring buffers per GPU and per process.
 
 Memory is fixed up front for GPUs (no growth over a long session) and bounded for
-processes (each process ring grows by doubling up to the GPU capacity, and only the
-most recently seen ``max_processes`` are kept). See ``docs/history.md`` for figures.
+processes (each process ring grows by doubling up to its capacity, and only the most
+recently seen ``max_processes`` are kept). See ``docs/history.md`` for figures.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from gpuwatch.core.snapshot import GpuSample, Snapshot
 
 DAY_AT_1HZ = 24 * 3600
+HOUR_AT_1HZ = 3600
 
 # Column name -> dtype. Byte counts stay float64 (exact to 2**53 B, and NaN means unknown).
 GPU_COLUMNS: Mapping[str, type] = {
@@ -41,8 +41,9 @@ class Ring:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
-        size = capacity if initial is None else max(1, min(initial, capacity))
-        self._cols = {name: np.full(size, np.nan, dtype=dt) for name, dt in columns.items()}
+        self._size = capacity if initial is None else max(1, min(initial, capacity))
+        self._names = tuple(columns)
+        self._arrays = [np.full(self._size, np.nan, dtype=dt) for dt in columns.values()]
         self._start = 0   # index of the oldest row
         self._len = 0
 
@@ -51,48 +52,47 @@ class Ring:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self._cols.values())
+        return sum(a.nbytes for a in self._arrays)
 
     def _grow(self) -> None:
-        size = len(next(iter(self._cols.values())))
-        new_size = min(self.capacity, size * 2)
-        for name, arr in self._cols.items():
-            ordered = np.concatenate([arr[self._start:], arr[: self._start]])
+        new_size = min(self.capacity, self._size * 2)
+        for i, arr in enumerate(self._arrays):
             grown = np.full(new_size, np.nan, dtype=arr.dtype)
-            grown[:size] = ordered
-            self._cols[name] = grown
+            grown[: self._size] = np.concatenate([arr[self._start:], arr[: self._start]])
+            self._arrays[i] = grown
         self._start = 0
+        self._size = new_size
 
-    def append(self, row: Mapping[str, float | None]) -> None:
-        size = len(next(iter(self._cols.values())))
-        if self._len == size and size < self.capacity:
+    def append_values(self, values: Sequence[float | None]) -> None:
+        """Add a row given in column order (None stores NaN: unknown, never 0)."""
+        if self._len == self._size and self._size < self.capacity:
             self._grow()
-            size = len(next(iter(self._cols.values())))
-        if self._len < size:
-            at = (self._start + self._len) % size
+        if self._len < self._size:
+            at = (self._start + self._len) % self._size
             self._len += 1
         else:  # full: overwrite the oldest
             at = self._start
-            self._start = (self._start + 1) % size
-        for name, arr in self._cols.items():
-            value = row.get(name)
+            self._start = (self._start + 1) % self._size
+        for arr, value in zip(self._arrays, values, strict=True):
             arr[at] = np.nan if value is None else value
+
+    def append(self, row: Mapping[str, float | None]) -> None:
+        self.append_values([row.get(name) for name in self._names])
 
     def column(self, name: str, last: int | None = None) -> np.ndarray:
         """The column in time order (a copy), optionally only its ``last`` rows."""
-        arr = self._cols[name]
-        size = len(arr)
+        arr = self._arrays[self._names.index(name)]
         n = self._len if last is None else max(0, min(last, self._len))
-        first = (self._start + self._len - n) % size
-        if first + n <= size:
+        first = (self._start + self._len - n) % self._size
+        if first + n <= self._size:
             return arr[first : first + n].copy()
-        return np.concatenate([arr[first:], arr[: (first + n) % size]])
+        return np.concatenate([arr[first:], arr[: (first + n) % self._size]])
 
     def last(self, name: str) -> float | None:
         if not self._len:
             return None
-        arr = self._cols[name]
-        value = arr[(self._start + self._len - 1) % len(arr)]
+        arr = self._arrays[self._names.index(name)]
+        value = arr[(self._start + self._len - 1) % self._size]
         return None if np.isnan(value) else float(value)
 
 
@@ -113,18 +113,22 @@ def _gpu_row(timestamp_s: float, g: GpuSample) -> dict[str, float | None]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessKey:
-    gpu_index: int
-    pid: int
+ProcessKey = tuple[int, int]   # (gpu index, pid)
 
 
 class History:
-    """Everything sampled so far, bounded: ``capacity`` rows per GPU and per process."""
+    """Everything sampled so far, bounded.
 
-    def __init__(self, capacity: int = DAY_AT_1HZ, max_processes: int = 256):
+    Each GPU keeps ``capacity`` rows (a day at 1 Hz by default), preallocated. Each
+    process keeps its last ``process_capacity`` rows (an hour at 1 Hz), growing by
+    doubling, and only the ``max_processes`` most recently seen processes are kept.
+    """
+
+    def __init__(self, capacity: int = DAY_AT_1HZ, max_processes: int = 1024,
+                 process_capacity: int = HOUR_AT_1HZ):
         self.capacity = capacity
         self.max_processes = max_processes
+        self.process_capacity = min(process_capacity, capacity)
         self.gpus: dict[int, Ring] = {}
         self.processes: OrderedDict[ProcessKey, Ring] = OrderedDict()  # least recently seen first
         self.latest: Snapshot | None = None
@@ -137,13 +141,14 @@ class History:
                 ring = self.gpus[g.index] = Ring(self.capacity, GPU_COLUMNS)
             ring.append(_gpu_row(t, g))
             for p in g.processes:
-                key = ProcessKey(g.index, p.pid)
+                key = (g.index, p.pid)
                 pring = self.processes.get(key)
                 if pring is None:
-                    pring = self.processes[key] = Ring(self.capacity, PROCESS_COLUMNS, initial=64)
+                    pring = self.processes[key] = Ring(self.process_capacity, PROCESS_COLUMNS,
+                                                          initial=64)
                 else:
                     self.processes.move_to_end(key)
-                pring.append({"timestamp_s": t, "used_bytes": p.used_bytes})
+                pring.append_values((t, p.used_bytes))
         while len(self.processes) > self.max_processes:
             self.processes.popitem(last=False)
         self.latest = snapshot
@@ -156,7 +161,7 @@ class History:
         return self.gpus.get(index)
 
     def process(self, gpu_index: int, pid: int) -> Ring | None:
-        return self.processes.get(ProcessKey(gpu_index, pid))
+        return self.processes.get((gpu_index, pid))
 
     @property
     def nbytes(self) -> int:
@@ -170,5 +175,5 @@ class History:
         return capacity * sum(np.dtype(dt).itemsize for dt in GPU_COLUMNS.values())
 
     @staticmethod
-    def bytes_per_process_max(capacity: int = DAY_AT_1HZ) -> int:
+    def bytes_per_process_max(capacity: int = HOUR_AT_1HZ) -> int:
         return capacity * sum(np.dtype(dt).itemsize for dt in PROCESS_COLUMNS.values())

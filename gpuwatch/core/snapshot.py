@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class GpuState(StrEnum):
@@ -45,8 +46,10 @@ class MemoryInfo:
         return self.used_bytes / self.total_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessSample:
+class ProcessSample(NamedTuple):
+    """One process on one GPU. A NamedTuple, not a frozen dataclass: hundreds are built
+    every tick, and a tuple is as immutable and six times cheaper to construct."""
+
     pid: int
     gpu_index: int
     used_bytes: int | None               # None when the driver does not say (e.g. WDDM)

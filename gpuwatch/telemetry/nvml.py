@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pynvml
@@ -36,6 +36,15 @@ _LOST = {pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_GPU_NOT_FOUND,
 _NO_V2 = {pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_NOT_SUPPORTED,
           pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH}
 _UNKNOWN_MEMORY = 2**64 - 1
+_ALL_LINKS = 0xFFFFFFFF    # NVLink throughput fields: this scope sums every link
+_NVLINK_ALL_LINKS = [(pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, _ALL_LINKS),
+                     (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, _ALL_LINKS)]
+
+
+def _nvlink_per_link_fields(links: int) -> list[tuple[int, int]]:
+    return [(fid, link) for fid in (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                                        pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)
+            for link in range(links)]
 _INIT_FAILURES = {
     pynvml.NVML_ERROR_LIBRARY_NOT_FOUND:
         "No NVIDIA driver found: the NVML library (libnvidia-ml.so.1) is not installed.",
@@ -67,6 +76,7 @@ class _Device:
     mig_enabled: bool | None = None
     memory_v2: bool = True
     nvlink_links: int = 0
+    nvlink_fields: list = field(default_factory=lambda: _NVLINK_ALL_LINKS)
     nvlink_last: tuple[float, float, float] | None = None   # (elapsed s, tx KiB, rx KiB)
     lost_reason: str | None = None
     retry_at_s: float = 0.0
@@ -261,21 +271,26 @@ class NvmlBackend:
             return None
 
     def _read_nvlink(self, dev: _Device) -> tuple[float | None, float | None]:
+        """NVLink data rates from the cumulative KiB counters, summed over all links."""
         if not dev.nvlink_links:
             return None, None
-        lib = self._lib
-        links = range(dev.nvlink_links)
-        fields = [(lib.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, link) for link in links]
-        fields += [(lib.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, link) for link in links]
-        values = self._opt(lib.nvmlDeviceGetFieldValues, dev.handle, fields)
+        fields = dev.nvlink_fields
+        values = self._opt(self._lib.nvmlDeviceGetFieldValues, dev.handle, fields)
         if values is None:
             return None, None
-        n = dev.nvlink_links
-        ok = [v.nvmlReturn == pynvml.NVML_SUCCESS for v in values]
-        if not any(ok):
+        n = len(fields) // 2
+        totals = [0, 0]
+        answered = False
+        for i, v in enumerate(values):
+            if v.nvmlReturn == pynvml.NVML_SUCCESS:
+                totals[i >= n] += v.value.ullVal
+                answered = True
+        if not answered:
+            if fields is _NVLINK_ALL_LINKS:    # an older driver without the aggregate scope
+                dev.nvlink_fields = _nvlink_per_link_fields(dev.nvlink_links)
+                return self._read_nvlink(dev)
             return None, None
-        tx = sum(v.value.ullVal for v, good in zip(values[:n], ok[:n], strict=True) if good)
-        rx = sum(v.value.ullVal for v, good in zip(values[n:], ok[n:], strict=True) if good)
+        tx, rx = totals
         now = self.clock.elapsed_s()
         last, dev.nvlink_last = dev.nvlink_last, (now, float(tx), float(rx))
         if last is None or now <= last[0]:
@@ -406,16 +421,6 @@ class NvmlBackend:
 
 
 def _process(pid: int, gpu: int, used: int | None, kind: str, host: HostProcess) -> ProcessSample:
-    return ProcessSample(
-        pid=pid,
-        gpu_index=gpu,
-        used_bytes=used,
-        kind=kind,
-        name=host.name,
-        cmdline=host.cmdline,
-        user=host.user,
-        container=host.container,
-        cpu_percent=host.cpu_percent,
-        rss_bytes=host.rss_bytes,
-        started_at_s=host.started_at_s,
-    )
+    # Positional: this runs for every process on every tick.
+    return ProcessSample(pid, gpu, used, kind, host.name, host.cmdline, host.user,
+                         host.container, host.cpu_percent, host.rss_bytes, host.started_at_s)

@@ -6,8 +6,9 @@ import pynvml
 import pytest
 from conftest import make_scenario, scenario_dict, sim_backend
 
-from gpuwatch.core.snapshot import GpuState
+from gpuwatch.core.snapshot import BackendKind, GpuState
 from gpuwatch.telemetry.errors import NvmlUnavailableError
+from gpuwatch.telemetry.nvml import NvmlBackend
 from gpuwatch.telemetry.sim.scenario import parse_scenario
 
 GiB = 1024**3
@@ -209,10 +210,26 @@ def test_nvlink_throughput_from_counters(open_sim):
     assert g1.nvlink_tx_bytes_per_s is None               # no links: unsupported
 
 
+def test_nvlink_falls_back_to_per_link_counters_on_older_drivers():
+    from gpuwatch.telemetry.clock import SteppedClock
+    from gpuwatch.telemetry.sim.host import ScenarioHost
+    from gpuwatch.telemetry.sim.library import SimulatedNvml
+
+    data = scenario_dict()
+    data["gpus"][0].update(nvlink_links=12, nvlink_bytes_per_s="50GB")
+    clock = SteppedClock()
+    lib = SimulatedNvml(parse_scenario(data, "t.toml"), clock, nvlink_aggregate=False)
+    backend = NvmlBackend(lib, ScenarioHost(lib, clock), clock, pcie_thread=False).open()
+    backend.sample()
+    clock.set_elapsed(4)
+    g0 = backend.sample().gpus[0]
+    backend.close()
+    assert g0.nvlink_rx_bytes_per_s == pytest.approx(50e9, rel=0.01)
+
+
 def test_pcie_runs_on_its_own_thread_and_never_in_the_sample(open_sim):
     import time
 
-    from gpuwatch.core.snapshot import BackendKind
     from gpuwatch.telemetry.clock import SteppedClock
     from gpuwatch.telemetry.nvml import NvmlBackend
     from gpuwatch.telemetry.sim.host import ScenarioHost

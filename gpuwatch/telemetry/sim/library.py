@@ -22,6 +22,7 @@ from gpuwatch.telemetry.sim.scenario import Scenario, ScenarioGpu, ScenarioProce
 
 _IDLE_MEMORY_CLOCK_MHZ = 405
 _DEFAULT_MAX_GRAPHICS_CLOCK_MHZ = 1755
+_ALL_LINKS = 0xFFFFFFFF              # the field scope that sums every NVLink
 _DEFAULT_PCIE_AT_FULL_UTIL = 2.0e9   # bytes/s host->device when a kernel runs all the time
 
 
@@ -46,7 +47,7 @@ class SimulatedNvml(types.ModuleType):
     """Import-compatible stand-in for ``pynvml`` over a scenario."""
 
     def __init__(self, scenario: Scenario, clock: Clock, *, loop: bool = False,
-                 pcie_latency_s: float = 0.0):
+                 pcie_latency_s: float = 0.0, nvlink_aggregate: bool = True):
         super().__init__("gpuwatch.telemetry.sim.nvml")
         # Constants, structures and error classes are pynvml's own.
         for name, value in vars(pynvml).items():
@@ -56,6 +57,7 @@ class SimulatedNvml(types.ModuleType):
         self.clock = clock
         self.loop = loop
         self.pcie_latency_s = pcie_latency_s
+        self.nvlink_aggregate = nvlink_aggregate   # False: a driver that answers per link only
         self.calls: Counter[str] = Counter()   # NVML calls made, by name
         self._initialised = 0
         self._by_gpu: list[list[ScenarioProcess]] = [[] for _ in scenario.gpus]
@@ -255,21 +257,27 @@ class SimulatedNvml(types.ModuleType):
         gpu, spec, t = self._spec("nvmlDeviceGetFieldValues", handle)
         values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
         cumulative_kib = self._nvlink_counter(gpu, spec, t)
+        stamp = int(self.clock.now_s() * 1e6)
         for i, fid in enumerate(field_ids):
             field_id, scope = fid if isinstance(fid, tuple) else (fid, 0)
             v = values[i]
             v.fieldId, v.scopeId = field_id, scope
-            v.timestamp = int(self.clock.now_s() * 1e6)
+            v.timestamp = stamp
             v.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             if field_id == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
                 v.nvmlReturn, v.value.ullVal = pynvml.NVML_SUCCESS, spec.nvlink_links
             elif field_id in (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
                               pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX):
-                if spec.nvlink_links == 0 or scope >= spec.nvlink_links:
+                if spec.nvlink_links == 0:
                     v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
-                else:
+                elif scope == _ALL_LINKS and self.nvlink_aggregate:
+                    v.nvmlReturn = pynvml.NVML_SUCCESS
+                    v.value.ullVal = int(cumulative_kib)
+                elif scope < spec.nvlink_links:
                     v.nvmlReturn = pynvml.NVML_SUCCESS
                     v.value.ullVal = int(cumulative_kib / spec.nvlink_links)
+                else:
+                    v.nvmlReturn = pynvml.NVML_ERROR_INVALID_ARGUMENT
             else:
                 v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
         return values
