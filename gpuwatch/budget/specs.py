@@ -74,6 +74,7 @@ class TransformerSpec:
     pooler: bool = False
     relative_buckets: int = 0
     approx_params: bool = field(default=False, compare=False)
+    extra_params: int = 0  # parameters not placed in the shape (a bare count's remainder)
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads"):
@@ -178,6 +179,8 @@ class TransformerSpec:
             g.append(ParamGroup("mlm.bias+norm", 3 * h + V, 1, 1, "bias", False))
         if self.arch != "vit" and not self.tied_embeddings:
             g.append(ParamGroup("lm_head", h, V, 1, "linear", False))
+        if self.extra_params:
+            g.append(ParamGroup("unassigned", self.extra_params, 1, 1, "linear", True))
         return tuple(x for x in g if x.numel)
 
     @property
