@@ -1,0 +1,230 @@
+"""`gpuwatch estimate`: the memory budget of a model and setup, per GPU, before launch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpuwatch.budget import (
+    OPTIMIZERS,
+    PRECISIONS,
+    BudgetError,
+    ModelSpec,
+    Setup,
+    TransformerSpec,
+    Workload,
+    estimate,
+    fit_table,
+    lookup_gpu,
+    lookup_model,
+    max_batch_size,
+    max_sequence_length,
+    model_names,
+    spec_from_hf_config,
+    spec_from_params,
+    to_json,
+    to_table,
+    what_if,
+)
+from gpuwatch.core.units import UnitError, parse_size
+
+_PARAM_SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def add_estimate_parser(subparsers: Any) -> None:
+    """Register ``estimate`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "estimate", help="memory budget of a model before launching it",
+        description="How much GPU memory a model needs per GPU, broken down, and what each "
+                    "lever would save.",
+    )
+    m = p.add_argument_group("model (one of)")
+    m.add_argument("--model", help=f"catalog name: {', '.join(model_names())}")
+    m.add_argument("--config", metavar="PATH", help="a Hugging Face config.json on disk")
+    m.add_argument("--params", help="a bare parameter count: 7e9, 7B, 125M")
+    for name in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab"):
+        m.add_argument(f"--{name}", help=f"custom transformer: {name}")
+    w = p.add_argument_group("workload")
+    w.add_argument("--mode", default="train", help="train or infer (default train)")
+    w.add_argument("--batch", default="1", help="micro-batch per GPU (default 1)")
+    w.add_argument("--seq", default="512", help="sequence length in tokens (default 512)")
+    w.add_argument("--image", metavar="HxW", help="image size for CNNs and ViT, e.g. 224x224")
+    w.add_argument("--grad-accum", default="1", help="gradient accumulation steps")
+    w.add_argument("--context", help="KV-cache length for inference (default: --seq)")
+    s = p.add_argument_group("setup")
+    s.add_argument("--precision", default="amp-bf16", help=", ".join(PRECISIONS))
+    s.add_argument("--optimizer", default="adamw", help=", ".join(OPTIMIZERS))
+    s.add_argument("--checkpointing", default="none", help="none, selective or full")
+    s.add_argument("--flash-attention", action=argparse.BooleanOptionalAction, default=False,
+                   help="fused attention (flash / memory-efficient SDPA): no a·s² scores")
+    s.add_argument("--zero", default="0", help="ZeRO stage 0..3 over --dp GPUs")
+    s.add_argument("--dp", default="1", help="data-parallel GPUs")
+    s.add_argument("--tp", default="1", help="tensor-parallel GPUs")
+    s.add_argument("--pp", default="1", help="pipeline stages")
+    s.add_argument("--sequence-parallel", action="store_true", help="with --tp: shard norms too")
+    s.add_argument("--offload", help="optimizer or params (ZeRO-Offload / ZeRO-Infinity)")
+    s.add_argument("--lora", default="0", metavar="RANK", help="train LoRA adapters of this rank")
+    s.add_argument("--sparsity", default="0", help="fraction of block weights that are zero")
+    s.add_argument("--teacher", metavar="MODEL", help="distillation: a catalog teacher model")
+    s.add_argument("--kv-precision", help="KV cache: fp32, bf16, fp16, fp8, int8, int4")
+    c = p.add_argument_group("capacity and output")
+    c.add_argument("--gpu", help="a catalog GPU (A100-80GB, H100, RTX-4090…)")
+    c.add_argument("--capacity", help="memory per GPU, e.g. 24GiB")
+    c.add_argument("--overhead", default="auto", help="framework overhead: auto or a size")
+    c.add_argument("--fit", action="store_true", help="fit against every catalog GPU")
+    c.add_argument("--json", action="store_true", help="gpuwatch.estimate/1 JSON")
+    p.set_defaults(func=run_estimate)
+
+
+def _int(value: str | None, flag: str, minimum: int = 0) -> int:
+    try:
+        number = float(str(value).replace("_", ""))
+    except ValueError:
+        raise BudgetError(flag, f"{flag} must be a whole number, not {value!r}.") from None
+    if not math.isfinite(number) or number != int(number) or number < minimum:
+        raise BudgetError(flag, f"{flag} must be a whole number of at least {minimum}, not {value!r}.")
+    return int(number)
+
+
+def _float(value: str, flag: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise BudgetError(flag, f"{flag} must be a number, not {value!r}.") from None
+
+
+def parse_param_count(text: str) -> float:
+    """``7e9``, ``7B``, ``125M``, ``1.5b``."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*", text)
+    if not match:
+        raise BudgetError("--params", f"--params must be a count such as 7e9, 7B or 125M, not {text!r}.")
+    value = float(match.group(1)) * _PARAM_SUFFIX[match.group(2).upper()]
+    if not value >= 1:
+        raise BudgetError("--params", f"--params must be at least 1, not {text!r}.")
+    return value
+
+
+def _image(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text) or re.fullmatch(r"\s*(\d+)\s*", text)
+    if not match:
+        raise BudgetError("--image", f"--image must look like 224x224, not {text!r}.")
+    h = int(match.group(1))
+    w = int(match.group(2)) if match.lastindex == 2 else h
+    if h < 1 or w < 1:
+        raise BudgetError("--image", f"--image needs a positive height and width, not {text!r}.")
+    return h, w
+
+
+def _custom(args: argparse.Namespace) -> TransformerSpec:
+    missing = [f"--{n}" for n in ("layers", "hidden", "heads") if getattr(args, n) is None]
+    if missing:
+        raise BudgetError(missing[0], f"a custom transformer needs {', '.join(missing)} "
+                          "(or give --model, --config or --params).")
+    heads = _int(args.heads, "--heads", 1)
+    return TransformerSpec(
+        "custom", _int(args.layers, "--layers", 1), _int(args.hidden, "--hidden", 1), heads,
+        _int(args.vocab or "32000", "--vocab"), ffn=_int(args.ffn or "0", "--ffn"),
+        kv_heads=_int(args.kv_heads or str(heads), "--kv-heads", 1),
+        gated_mlp=args.ffn is not None and args.kv_heads is not None, bias=False,
+        tied_embeddings=False,
+    )
+
+
+def _read_config(path: str) -> TransformerSpec:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise BudgetError("--config", f"cannot read {path}: {e.strerror or e}.") from None
+    try:
+        cfg = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BudgetError("--config", f"{path} is not valid JSON ({e}).") from None
+    return spec_from_hf_config(cfg, p.parent.name or p.stem)
+
+
+def resolve_model(args: argparse.Namespace) -> ModelSpec:
+    image = _image(args.image)
+    given = [n for n in ("model", "config", "params") if getattr(args, n) is not None]
+    if len(given) > 1:
+        raise BudgetError(f"--{given[1]}", f"give one of --model, --config or --params, not "
+                          f"{' and '.join('--' + g for g in given)}.")
+    if args.model is not None:
+        return lookup_model(args.model, image)
+    if args.config is not None:
+        return _read_config(args.config)
+    if args.params is not None:
+        return spec_from_params(parse_param_count(args.params))
+    return _custom(args)
+
+
+def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | None]:
+    spec = resolve_model(args)
+    wl = Workload(
+        mode=args.mode, batch=_int(args.batch, "--batch", 1), seq=_int(args.seq, "--seq", 1),
+        image=_image(args.image), grad_accum=_int(args.grad_accum, "--grad-accum", 1),
+        context=None if args.context is None else _int(args.context, "--context", 1),
+    )
+    try:
+        overhead = None if args.overhead == "auto" else parse_size(args.overhead)
+    except UnitError as e:
+        raise BudgetError("--overhead", f"--overhead must be auto or a size: {e}.") from None
+    teacher = lookup_model(args.teacher, wl.image) if args.teacher else None
+    setup = Setup(
+        precision=args.precision.lower(), optimizer=args.optimizer.lower().replace("-", ""),
+        checkpointing=args.checkpointing, flash_attention=args.flash_attention,
+        zero=_int(args.zero, "--zero"), dp=_int(args.dp, "--dp", 1), tp=_int(args.tp, "--tp", 1),
+        pp=_int(args.pp, "--pp", 1), sequence_parallel=args.sequence_parallel,
+        offload=args.offload, lora_rank=_int(args.lora, "--lora"),
+        sparsity=_float(args.sparsity, "--sparsity"), kv_precision=args.kv_precision,
+        overhead_bytes=overhead, teacher=teacher,
+    )
+    if args.gpu and args.capacity:
+        raise BudgetError("--capacity", "give --gpu or --capacity, not both.")
+    capacity = None
+    if args.gpu:
+        capacity = lookup_gpu(args.gpu).memory_bytes
+    elif args.capacity:
+        try:
+            capacity = parse_size(args.capacity)
+        except UnitError as e:
+            raise BudgetError("--capacity", f"--capacity must be a size such as 24GiB: {e}.") from None
+        if capacity <= 0:
+            raise BudgetError("--capacity", "--capacity must be more than 0 bytes.")
+    return spec, wl, setup, capacity
+
+
+def compute(args: argparse.Namespace) -> dict[str, Any] | str:
+    """The command's whole work without printing: the JSON document or the table text."""
+    spec, wl, setup, capacity = build(args)
+    est = estimate(spec, wl, setup)
+    mb = ms = None
+    if capacity is not None:
+        mb = max_batch_size(est, capacity)
+        ms = max_sequence_length(spec, est, capacity)
+    levers = what_if(spec, est)
+    fit = fit_table(spec, est) if args.fit else None
+    if args.json:
+        return to_json(est, capacity, mb, ms, levers, fit)
+    return to_table(est, capacity, mb, ms, levers, fit)
+
+
+def run_estimate(args: argparse.Namespace) -> int:
+    """Print the estimate; 0 on success, 2 with one sentence on stderr for bad input."""
+    try:
+        out = compute(args)
+    except BudgetError as e:
+        print(f"gpuwatch estimate: {e}", file=sys.stderr)
+        return 2
+    if isinstance(out, dict):
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        print(out)
+    return 0
