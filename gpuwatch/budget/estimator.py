@@ -195,12 +195,13 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
             host += states.weights
             weights = live_layer_bytes(spec, p, setup)
 
-    loss = 0.0
+    loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
     if train and isinstance(spec, TransformerSpec):
         activations, loss = transformer_train_activations(spec, p, setup=setup, wl=workload)
         if p.name.startswith("amp"):  # autocast caches a 16-bit copy of every matmul weight
             matmul = sum(g.numel for g in spec.param_groups() if g.kind == "linear")
-            activations += 2 * matmul / setup.tp / setup.pp
+            act_fixed = 2 * matmul / setup.tp / setup.pp
+            activations += act_fixed
     elif train:
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
@@ -226,8 +227,8 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     else:
         head = max((g.numel for g in spec.param_groups() if not g.per_layer), default=0)
         grads_bwd = 0.0 if setup.lora_rank else min(grads, head * p.grad_bytes / setup.tp)
-    fixed = weights + optimizer + grads_bwd + overhead
-    scaling = activations + kv
+    fixed = weights + optimizer + grads_bwd + overhead + act_fixed
+    scaling = activations - act_fixed + kv
     backward_peak = fixed + scaling
     step_peak = (weights + grads + optimizer + step_temp + overhead) if train else 0.0
     breakdown = Breakdown(
