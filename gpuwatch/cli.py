@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gpuwatch import __version__
 from gpuwatch.commands import telemetry_cmds
+from gpuwatch.commands.options import UsageError
 from gpuwatch.telemetry.errors import NvmlUnavailableError, ScenarioError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -65,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               "To explore gpuwatch on simulated GPUs, add --demo "
               "(for example: gpuwatch snapshot --demo).", file=sys.stderr)
         return EXIT_FAILURE
+    except UsageError as exc:
+        print(f"gpuwatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ScenarioError as exc:
         print(f"gpuwatch: scenario {exc}", file=sys.stderr)
         return EXIT_USAGE

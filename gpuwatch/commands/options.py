@@ -66,8 +66,17 @@ def add_sampling(parser: argparse.ArgumentParser, default_interval: float = 1.0)
                              "to run without waiting (default 1)")
 
 
+class UsageError(Exception):
+    """A combination of options that makes no sense; the CLI exits with code 2."""
+
+
 def source_options(args: argparse.Namespace, *, loop: bool = False,
                    pcie_inline: bool = False) -> SourceOptions:
+    if args.demo is None:
+        if getattr(args, "time_scale", 1.0) != 1.0:
+            raise UsageError("--time-scale applies to simulated GPUs only; add --demo")
+        if getattr(args, "at", 0.0):
+            raise UsageError("--at applies to simulated GPUs only; add --demo")
     return SourceOptions(
         demo=args.demo,
         time_scale=getattr(args, "time_scale", 1.0),

@@ -71,11 +71,13 @@ def run_record(args: argparse.Namespace) -> int:
     def on_snapshot(snap: Snapshot) -> None:
         history.append(snap)
         if args.json:
-            print(json.dumps(snapshot_to_json(snap), separators=(",", ":")), flush=True)
+            lines = [json.dumps(snapshot_to_json(snap), separators=(",", ":"))]
         else:
-            for line in format_tick(snap, backend.clock.elapsed_s() - start):
-                print(line)
-            sys.stdout.flush()
+            lines = format_tick(snap, backend.clock.elapsed_s() - start)
+        try:
+            print("\n".join(lines), flush=True)
+        except BrokenPipeError:        # `gpuwatch record | head`: the reader has gone
+            sampler.stop(timeout_s=0)
 
     def on_error(exc: Exception) -> None:
         failures.append(exc)

@@ -69,7 +69,7 @@ _SI_STEPS = (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("kB", 1000))
 def format_bytes(
     n: int | float | None, units: UnitSystem = "iec", digits: int = 1, unknown: str = "n/a"
 ) -> str:
-    """``3.7 GiB`` / ``4.0 GB``; ``unknown`` for None. Always carries a unit."""
+    """``3.7 GiB`` / ``4.0 GB`` / ``812 MiB``; ``unknown`` for None. Always carries a unit."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return unknown
     steps = _IEC_STEPS if units == "iec" else _SI_STEPS
@@ -77,7 +77,9 @@ def format_bytes(
     magnitude = abs(n)
     for name, size in steps:
         if magnitude >= size:
-            return f"{sign}{magnitude / size:.{digits}f} {name}"
+            value = magnitude / size
+            shown = 0 if value >= 100 else digits   # "812 MiB", not "812.0 MiB"
+            return f"{sign}{value:.{shown}f} {name}"
     return f"{sign}{int(magnitude)} B"
 
 

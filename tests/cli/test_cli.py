@@ -86,6 +86,8 @@ def test_scenarios_lists_the_builtins(capsys):
     (["record", "--time-scale", "-2"], "above 0"),
     (["record", "--duration", "0"], "more than 0"),
     (["snapshot", "--at", "-5"], "0 or more"),
+    (["snapshot", "--at", "5"], "--at applies to simulated GPUs only"),
+    (["record", "--time-scale", "10"], "--time-scale applies to simulated GPUs only"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_bad_values_exit_2_with_a_sentence(capsys, argv, words):
@@ -120,3 +122,29 @@ def test_python_dash_m_runs_without_a_traceback():
         assert "--demo" in result.stderr
     else:
         assert result.returncode == 0 and "NVML" in result.stdout
+
+
+def test_ctrl_c_ends_a_recording_cleanly_with_a_summary():
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "gpuwatch", "record", "--demo", "leak",
+                             "--interval", "0.1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    assert first.startswith("Recording")
+    proc.stdout.readline()                      # at least one tick has been printed
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1].startswith("Recorded ")
+    assert "Traceback" not in err
+
+
+def test_a_closed_pipe_ends_a_recording_quietly():
+    result = subprocess.run(f"'{sys.executable}' -m gpuwatch record --demo --time-scale max "
+                            "| head -n 3", shell=True, capture_output=True, text=True,
+                            timeout=60)
+    assert len(result.stdout.splitlines()) == 3
+    assert "Traceback" not in result.stderr

@@ -44,6 +44,7 @@ def test_format_bytes_small_unknown_and_negative():
     assert format_bytes(float("nan")) == "n/a"
     assert format_bytes(512) == "512 B"
     assert format_bytes(-2 * 1024**2) == "-2.0 MiB"
+    assert format_bytes(812 * 1024**2) == "812 MiB"
 
 
 def test_rates_default_to_si():
