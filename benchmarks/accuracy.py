@@ -125,8 +125,9 @@ class LM(nn.Module):
         self.types = nn.Embedding(s.type_vocab, s.hidden) if s.type_vocab else None
         self.emb_norm = nn.LayerNorm(s.hidden) if bert else None
         self.drop = nn.Dropout(s.dropout)
-        self.blocks = nn.ModuleList(Block(s, act, bert, fused=s.arch == "decoder" and s.bias)
-                                    for _ in range(s.layers))
+        self.blocks = nn.ModuleList(
+            Block(s, act, bert, fused=s.arch == "decoder" and s.bias) for _ in range(s.layers)
+        )
         self.final = None if bert else norm(s)
         if s.mlm_head:
             self.transform = nn.Linear(s.hidden, s.hidden)
@@ -135,7 +136,7 @@ class LM(nn.Module):
         self.head = None if s.tied_embeddings else nn.Linear(s.hidden, s.vocab, bias=False)
 
     def forward(self, ids):
-        s, (b, t) = self.s, ids.shape
+        s, t = self.s, ids.shape[1]
         x = self.embed(ids)
         if self.pos is not None:
             x = x + self.pos(torch.arange(t, device=ids.device))
@@ -170,8 +171,9 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.down = None
         if stride != 1 or cin != width * 4:
-            self.down = nn.Sequential(nn.Conv2d(cin, width * 4, 1, stride, bias=False),
-                                      nn.BatchNorm2d(width * 4))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, width * 4, 1, stride, bias=False), nn.BatchNorm2d(width * 4)
+            )
 
     def forward(self, x):
         out = self.relu(self.b1(self.c1(x)))
@@ -189,8 +191,12 @@ class ResNet50(nn.Module):
             for i in range(n):
                 layers.append(Bottleneck(cin, width, 2 if stage and i == 0 else 1))
                 cin = width * 4
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
-                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2, 1),
+        )
         self.layers = nn.Sequential(*layers)
         self.fc = nn.Linear(2048, 1000)
 
@@ -247,12 +253,17 @@ def trace(build, make_batch, classes):
 
 
 def compare(name, spec, build, make_batch, classes, workload):
-    est = estimate(spec, workload, Setup(precision="fp32", optimizer="adamw", overhead_bytes=0,
-                                         dropout_mask_bytes=4.0))
+    est = estimate(
+        spec,
+        workload,
+        Setup(precision="fp32", optimizer="adamw", overhead_bytes=0, dropout_mask_bytes=4.0),
+    )
     predicted = {
-        "parameters": est.breakdown.parameters, "gradients": est.breakdown.gradients,
+        "parameters": est.breakdown.parameters,
+        "gradients": est.breakdown.gradients,
         "optimizer_states": est.detail.optimizer_persistent,
-        "activations": est.breakdown.activations, "total": est.total_bytes,
+        "activations": est.breakdown.activations,
+        "total": est.total_bytes,
     }
     t0 = time.perf_counter()
     traced = trace(build, make_batch, classes)
@@ -269,25 +280,69 @@ TARGET = {"parameters": 1, "gradients": 1, "optimizer_states": 1, "activations":
 
 def main() -> int:
     gpt2 = lookup_model("gpt2")
-    bert = TransformerSpec("bert-base (MLM)", 12, 768, 12, 30522, arch="encoder",
-                           max_positions=512, type_vocab=2, mlm_head=True, dropout=0.1)
-    llama = TransformerSpec("llama-style GQA 1.4B", 8, 2048, 16, 32000, ffn=5632, kv_heads=4,
-                            gated_mlp=True, norm="rmsnorm", bias=False, tied_embeddings=False)
+    bert = TransformerSpec(
+        "bert-base (MLM)",
+        12,
+        768,
+        12,
+        30522,
+        arch="encoder",
+        max_positions=512,
+        type_vocab=2,
+        mlm_head=True,
+        dropout=0.1,
+    )
+    llama = TransformerSpec(
+        "llama-style GQA 1.4B",
+        8,
+        2048,
+        16,
+        32000,
+        ffn=5632,
+        kv_heads=4,
+        gated_mlp=True,
+        norm="rmsnorm",
+        bias=False,
+        tied_embeddings=False,
+    )
     resnet = lookup_model("resnet-50")
 
     def tokens(b, t, v):
         return lambda: (torch.randint(0, v, (b, t)), torch.randint(0, v, (b, t)))
 
     cases = [
-        ("GPT-2 small b4 s512", gpt2, lambda: LM(gpt2), tokens(4, 512, gpt2.vocab), gpt2.vocab,
-         Workload(batch=4, seq=512)),
-        ("BERT-base b8 s256", bert, lambda: LM(bert), tokens(8, 256, bert.vocab), bert.vocab,
-         Workload(batch=8, seq=256)),
-        ("Llama GQA b2 s1024", llama, lambda: LM(llama), tokens(2, 1024, llama.vocab), llama.vocab,
-         Workload(batch=2, seq=1024)),
-        ("ResNet-50 b32 224", resnet, ResNet50,
-         lambda: (torch.randn(32, 3, 224, 224), torch.randint(0, 1000, (32,))), 1000,
-         Workload(batch=32, image=(224, 224))),
+        (
+            "GPT-2 small b4 s512",
+            gpt2,
+            lambda: LM(gpt2),
+            tokens(4, 512, gpt2.vocab),
+            gpt2.vocab,
+            Workload(batch=4, seq=512),
+        ),
+        (
+            "BERT-base b8 s256",
+            bert,
+            lambda: LM(bert),
+            tokens(8, 256, bert.vocab),
+            bert.vocab,
+            Workload(batch=8, seq=256),
+        ),
+        (
+            "Llama GQA b2 s1024",
+            llama,
+            lambda: LM(llama),
+            tokens(2, 1024, llama.vocab),
+            llama.vocab,
+            Workload(batch=2, seq=1024),
+        ),
+        (
+            "ResNet-50 b32 224",
+            resnet,
+            ResNet50,
+            lambda: (torch.randn(32, 3, 224, 224), torch.randint(0, 1000, (32,))),
+            1000,
+            Workload(batch=32, image=(224, 224)),
+        ),
     ]
     print(f"torch {torch.__version__}; fp32, AdamW (foreach), CPU FakeTensorMode + MemTracker")
     print(f"{'model':<22}{'category':<18}{'estimate':>13}{'traced':>13}{'error':>9}  target")
@@ -297,8 +352,10 @@ def main() -> int:
         for n, cat, p, t, err in rows:
             ok = abs(err) <= TARGET[cat]
             worst &= ok
-            print(f"{n:<22}{cat:<18}{format_bytes(p, digits=2):>13}{format_bytes(t, digits=2):>13}"
-                  f"{err:>+8.1f}%  ±{TARGET[cat]}%{'' if ok else '  OUTSIDE'}")
+            print(
+                f"{n:<22}{cat:<18}{format_bytes(p, digits=2):>13}{format_bytes(t, digits=2):>13}"
+                f"{err:>+8.1f}%  ±{TARGET[cat]}%{'' if ok else '  OUTSIDE'}"
+            )
     return 0 if worst else 1
 
 

@@ -53,8 +53,9 @@ class LayerActivations:
         return rep + (self.parallel + scores) / t
 
 
-def _attention(spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int,
-               s_kv: int) -> tuple[float, float]:
+def _attention(
+    spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int, s_kv: int
+) -> tuple[float, float]:
     """(parallel bytes, score bytes) of one attention block: queries s, keys s_kv."""
     e = p.act_bytes
     hq, hkv = spec.heads * spec.d, spec.kv * spec.d
@@ -80,8 +81,9 @@ def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int) -> float:
     return e * b * s * k * (per_expert + 2 * h) + 4 * b * s * spec.experts
 
 
-def layer_activations(spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int,
-                      cross_s: int = 0) -> LayerActivations:
+def layer_activations(
+    spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int, cross_s: int = 0
+) -> LayerActivations:
     """Saved bytes of one layer; ``cross_s`` > 0 adds cross-attention (T5 decoder)."""
     r, e, h = p.residual_bytes, p.act_bytes, spec.hidden
     mask = opt.mask_bytes if spec.dropout > 0 else 0.0
@@ -97,8 +99,9 @@ def layer_activations(spec: TransformerSpec, p: Precision, opt: ActivationOption
     return LayerActivations(replicated, par, scores, r * b * s * h)
 
 
-def embedding_activations(spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int,
-                          s: int) -> float:
+def embedding_activations(
+    spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
+) -> float:
     """The embedding stage: the dropout mask, and the LayerNorm input of BERT-style models."""
     mask = opt.mask_bytes if spec.dropout > 0 else 0.0
     ln = p.residual_bytes if spec.arch == "encoder" else 0
@@ -130,8 +133,9 @@ def loss_activations(spec: TransformerSpec, p: Precision, b: int, s: int) -> flo
     return b * s * spec.vocab * (logits + upcast + 3 * 4)
 
 
-def inference_activations(spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int,
-                          s: int) -> float:
+def inference_activations(
+    spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
+) -> float:
     """The transient peak of one layer during a prefill of ``s`` tokens (nothing is saved)."""
     e, r, h = p.act_bytes, p.residual_bytes, spec.hidden
     hq, hkv = spec.heads * spec.d, spec.kv * spec.d

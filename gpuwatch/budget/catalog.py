@@ -17,16 +17,45 @@ def _gpt2(name: str, layers: int, hidden: int, heads: int) -> TransformerSpec:
 
 def _bert(name: str, layers: int, hidden: int, heads: int) -> TransformerSpec:
     return TransformerSpec(
-        name, layers, hidden, heads, 30522, arch="encoder", max_positions=512, type_vocab=2,
-        pooler=True, mlm_head=True, dropout=0.1,
+        name,
+        layers,
+        hidden,
+        heads,
+        30522,
+        arch="encoder",
+        max_positions=512,
+        type_vocab=2,
+        pooler=True,
+        mlm_head=True,
+        dropout=0.1,
     )
 
 
-def _llama(name: str, layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int,
-           tied: bool = False, bias: bool = False, **extra: int) -> TransformerSpec:
+def _llama(
+    name: str,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv: int,
+    ffn: int,
+    vocab: int,
+    tied: bool = False,
+    bias: bool = False,
+    **extra: int,
+) -> TransformerSpec:
     return TransformerSpec(
-        name, layers, hidden, heads, vocab, ffn=ffn, kv_heads=kv, gated_mlp=True,
-        norm="rmsnorm", bias=bias, tied_embeddings=tied, **extra,
+        name,
+        layers,
+        hidden,
+        heads,
+        vocab,
+        ffn=ffn,
+        kv_heads=kv,
+        gated_mlp=True,
+        norm="rmsnorm",
+        bias=bias,
+        tied_embeddings=tied,
+        **extra,
     )
 
 
@@ -44,27 +73,66 @@ TRANSFORMERS: dict[str, TransformerSpec] = {
         _llama("llama-3.1-70b", 80, 8192, 64, 8, 28672, 128256),
         _llama("mistral-7b", 32, 4096, 32, 8, 14336, 32000),
         # Qwen2's q/k/v biases (0.2 M parameters) are left out: 0.003 % of the total.
-        TransformerSpec("qwen2-7b", 28, 3584, 28, 152064, ffn=18944, kv_heads=4, gated_mlp=True,
-                        norm="rmsnorm", bias=False, tied_embeddings=False),
+        TransformerSpec(
+            "qwen2-7b",
+            28,
+            3584,
+            28,
+            152064,
+            ffn=18944,
+            kv_heads=4,
+            gated_mlp=True,
+            norm="rmsnorm",
+            bias=False,
+            tied_embeddings=False,
+        ),
         _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, experts=8, experts_per_token=2),
-        TransformerSpec("t5-base", 12, 768, 12, 32128, ffn=3072, arch="encoder-decoder",
-                        decoder_layers=12, bias=False, relative_buckets=32, dropout=0.1),
+        TransformerSpec(
+            "t5-base",
+            12,
+            768,
+            12,
+            32128,
+            ffn=3072,
+            arch="encoder-decoder",
+            decoder_layers=12,
+            bias=False,
+            relative_buckets=32,
+            dropout=0.1,
+        ),
         TransformerSpec("vit-b-16", 12, 768, 12, 0, arch="vit", classes=1000, dropout=0.0),
     )
 }
 
 CNN_NAMES = (
-    "resnet-18", "resnet-50", "resnet-101", "vgg-16",
-    "yolov5s", "yolov5m", "yolov5l",
+    "resnet-18",
+    "resnet-50",
+    "resnet-101",
+    "vgg-16",
+    "yolov5s",
+    "yolov5m",
+    "yolov5l",
 )
 
 ALIASES = {
-    "gpt2-small": "gpt2", "bert-base-uncased": "bert-base", "bert-large-uncased": "bert-large",
-    "llama-3-8b": "llama-3.1-8b", "llama-3-70b": "llama-3.1-70b", "vit-b/16": "vit-b-16",
-    "vit-base": "vit-b-16", "resnet18": "resnet-18", "resnet50": "resnet-50",
-    "resnet101": "resnet-101", "vgg16": "vgg-16", "sd-1.5-unet": "sd15-unet",
-    "stable-diffusion-1.5": "sd15-unet", "yolov5-s": "yolov5s", "yolov5-m": "yolov5m",
-    "yolov5-l": "yolov5l", "mistral-7b-v0.1": "mistral-7b", "qwen2-7b-instruct": "qwen2-7b",
+    "gpt2-small": "gpt2",
+    "bert-base-uncased": "bert-base",
+    "bert-large-uncased": "bert-large",
+    "llama-3-8b": "llama-3.1-8b",
+    "llama-3-70b": "llama-3.1-70b",
+    "vit-b/16": "vit-b-16",
+    "vit-base": "vit-b-16",
+    "resnet18": "resnet-18",
+    "resnet50": "resnet-50",
+    "resnet101": "resnet-101",
+    "vgg16": "vgg-16",
+    "sd-1.5-unet": "sd15-unet",
+    "stable-diffusion-1.5": "sd15-unet",
+    "yolov5-s": "yolov5s",
+    "yolov5-m": "yolov5m",
+    "yolov5-l": "yolov5l",
+    "mistral-7b-v0.1": "mistral-7b",
+    "qwen2-7b-instruct": "qwen2-7b",
 }
 
 

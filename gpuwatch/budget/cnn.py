@@ -36,8 +36,18 @@ class _Builder:
         size = self.c * self.h * self.w
         self.rows.append(CnnLayer(name, saved_maps * size, params, index * size, size))
 
-    def conv(self, name: str, cout: int, k: int, stride: int = 1, pad: int | None = None,
-             saved_maps: int = 2, bn: bool = True, bias: bool = False, groups: int = 1) -> None:
+    def conv(
+        self,
+        name: str,
+        cout: int,
+        k: int,
+        stride: int = 1,
+        pad: int | None = None,
+        saved_maps: int = 2,
+        bn: bool = True,
+        bias: bool = False,
+        groups: int = 1,
+    ) -> None:
         pad = k // 2 if pad is None else pad
         cin = self.c
         self.h = (self.h + 2 * pad - k) // stride + 1
@@ -70,7 +80,9 @@ def _input(b: _Builder) -> None:
     b.add("input", 1)  # the first convolution saves the image
 
 
-def _resnet(name: str, blocks: tuple[int, ...], bottleneck: bool, image: tuple[int, int]) -> CnnSpec:
+def _resnet(
+    name: str, blocks: tuple[int, ...], bottleneck: bool, image: tuple[int, int]
+) -> CnnSpec:
     b = _Builder(3, *image)
     _input(b)
     b.conv("conv1", 64, 7, 2, 3)
@@ -208,7 +220,9 @@ def build_cnn(name: str, image: tuple[int, int] | None = None) -> CnnSpec:
     """The per-layer table of a catalog CNN for ``image`` (height, width)."""
     image = image or DEFAULT_IMAGE.get(name, (224, 224))
     if min(image) < 32:
-        raise BudgetError("--image", f"image {image[0]}x{image[1]} is too small for {name}; use at least 32x32.")
+        raise BudgetError(
+            "--image", f"image {image[0]}x{image[1]} is too small for {name}; use at least 32x32."
+        )
     if name not in _BUILDERS:
         raise BudgetError("--model", f"unknown CNN {name!r}.")
     return _BUILDERS[name](image)

@@ -32,8 +32,14 @@ CUBLAS_WORKSPACE_BYTES = 64 * MIB
 CUDNN_WORKSPACE_BYTES = 256 * MIB
 KV_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 
-CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache",
-              "framework_overhead")
+CATEGORIES = (
+    "parameters",
+    "gradients",
+    "optimizer_states",
+    "activations",
+    "kv_cache",
+    "framework_overhead",
+)
 
 
 @dataclass(frozen=True)
@@ -92,9 +98,13 @@ class Estimate:
 def auto_overhead(spec: ModelSpec) -> tuple[int, str]:
     """The framework overhead figure and the sentence that says where it comes from."""
     total = CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES
-    why = (f"framework overhead {format_bytes(total)}: CUDA context {format_bytes(CUDA_CONTEXT_BYTES)} "
-           "(upper end of the 300–450 MiB PyTorch measures on recent CUDA with lazy loading; "
-           f"old CUDA 11 on V100 takes ~1.3 GB) + cuBLAS workspace {format_bytes(CUBLAS_WORKSPACE_BYTES)}")
+    why = (
+        f"framework overhead {format_bytes(total)}: "
+        f"CUDA context {format_bytes(CUDA_CONTEXT_BYTES)} (upper end of the 300–450 MiB "
+        "PyTorch measures on recent CUDA with lazy loading; "
+        "old CUDA 11 on V100 takes ~1.3 GB) + cuBLAS workspace "
+        f"{format_bytes(CUBLAS_WORKSPACE_BYTES)}"
+    )
     if isinstance(spec, CnnSpec):
         total += CUDNN_WORKSPACE_BYTES
         why += f" + cuDNN convolution workspace {format_bytes(CUDNN_WORKSPACE_BYTES)}"
@@ -109,12 +119,18 @@ def _seq(spec: ModelSpec, wl: Workload) -> int:
 
 
 def _act_options(spec: ModelSpec, setup: Setup) -> act.ActivationOptions:
-    return act.ActivationOptions(setup.flash_attention, setup.checkpointing, setup.tp,
-                                 setup.sequence_parallel, setup.dropout_mask_bytes)
+    return act.ActivationOptions(
+        setup.flash_attention,
+        setup.checkpointing,
+        setup.tp,
+        setup.sequence_parallel,
+        setup.dropout_mask_bytes,
+    )
 
 
-def transformer_train_activations(spec: TransformerSpec, p: Precision, wl: Workload,
-                                  setup: Setup) -> tuple[float, float]:
+def transformer_train_activations(
+    spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup
+) -> tuple[float, float]:
     """(saved activations incl. loss temporaries, of which loss) for one micro-batch."""
     o, b, s = _act_options(spec, setup), wl.batch, _seq(spec, wl)
     enc = act.layer_activations(spec, p, o, b, s)
@@ -169,7 +185,7 @@ def kv_cache_bytes(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) ->
 
 
 def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) -> Estimate:
-    """The memory budget of ``spec`` under ``workload`` and ``setup`` (defaults: amp-bf16, AdamW)."""
+    """The memory budget of ``spec`` under ``workload`` and ``setup`` (default: amp-bf16, AdamW)."""
     from gpuwatch.budget.explain import explain
 
     setup = setup or Setup()
@@ -177,11 +193,16 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     opt = get_optimizer(setup.optimizer)
     train = workload.mode == "train"
     if train and p.quantized and not setup.lora_rank:
-        raise BudgetError("--precision", f"{p.name} weights train only through LoRA adapters; "
-                          "add --lora RANK or use --mode infer.")
+        raise BudgetError(
+            "--precision",
+            f"{p.name} weights train only through LoRA adapters; "
+            "add --lora RANK or use --mode infer.",
+        )
     if isinstance(spec, CnnSpec) and (setup.tp > 1 or setup.lora_rank):
-        raise BudgetError("--tp" if setup.tp > 1 else "--lora",
-                          "tensor parallelism and LoRA apply to transformers only.")
+        raise BudgetError(
+            "--tp" if setup.tp > 1 else "--lora",
+            "tensor parallelism and LoRA apply to transformers only.",
+        )
     states = model_states(spec, p, opt, setup, train)
     weights, grads = states.weights, states.grads
     optimizer, step_temp = states.optimizer, states.step_temp
@@ -205,8 +226,9 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     elif train:
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
-        activations = act.inference_activations(spec, p, _act_options(spec, setup), workload.batch,
-                                                _seq(spec, workload))
+        activations = act.inference_activations(
+            spec, p, _act_options(spec, setup), workload.batch, _seq(spec, workload)
+        )
     else:
         activations = 2 * workload.batch * spec.largest_output_elements * p.act_bytes
     if setup.teacher is not None:
@@ -217,7 +239,10 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     if setup.overhead_bytes is None:
         overhead, overhead_note = auto_overhead(spec)
     else:
-        overhead, overhead_note = setup.overhead_bytes, f"framework overhead {format_bytes(setup.overhead_bytes)} as given."
+        overhead, overhead_note = (
+            setup.overhead_bytes,
+            f"framework overhead {format_bytes(setup.overhead_bytes)} as given.",
+        )
 
     # gradients alive at the start of backward
     if not train:
@@ -232,26 +257,46 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     backward_peak = fixed + scaling
     step_peak = (weights + grads + optimizer + step_temp + overhead) if train else 0.0
     breakdown = Breakdown(
-        parameters=round(weights), gradients=round(grads),
-        optimizer_states=round(optimizer + step_temp), activations=round(activations),
-        kv_cache=round(kv), framework_overhead=round(overhead),
+        parameters=round(weights),
+        gradients=round(grads),
+        optimizer_states=round(optimizer + step_temp),
+        activations=round(activations),
+        kv_cache=round(kv),
+        framework_overhead=round(overhead),
     )
     total = round(max(backward_peak, step_peak))
-    phase = ("inference" if not train else
-             "optimizer step" if step_peak > backward_peak else "start of backward")
+    phase = (
+        "inference"
+        if not train
+        else "optimizer step"
+        if step_peak > backward_peak
+        else "start of backward"
+    )
     detail = Detail(
-        optimizer_persistent=round(optimizer), optimizer_step_temp=round(step_temp),
-        grads_at_backward=round(grads_bwd), loss_bytes=round(loss), host_bytes=round(host),
-        fixed_bytes=round(fixed), per_sample_bytes=scaling / workload.batch,
+        optimizer_persistent=round(optimizer),
+        optimizer_step_temp=round(step_temp),
+        grads_at_backward=round(grads_bwd),
+        loss_bytes=round(loss),
+        host_bytes=round(host),
+        fixed_bytes=round(fixed),
+        per_sample_bytes=scaling / workload.batch,
         step_bytes=round(step_peak),
         recompute_flops_percent={"none": 0.0, "selective": 3.0, "full": 33.0}[setup.checkpointing]
-        if train else 0.0,
+        if train
+        else 0.0,
     )
     est = Estimate(
-        model=getattr(spec, "name", "model"), params=spec.params,
+        model=getattr(spec, "name", "model"),
+        params=spec.params,
         trainable_params=states.trainable * setup.tp if train else 0,
-        workload=workload, setup=setup, breakdown=breakdown, total_bytes=total,
-        overlap_bytes=breakdown.sum - total, peak_phase=phase, formulas=(), notes=(),
+        workload=workload,
+        setup=setup,
+        breakdown=breakdown,
+        total_bytes=total,
+        overlap_bytes=breakdown.sum - total,
+        peak_phase=phase,
+        formulas=(),
+        notes=(),
         detail=detail,
     )
     formulas, notes = explain(spec, est, p, opt, overhead_note)

@@ -32,8 +32,9 @@ def _sharding(est: Estimate, what: str) -> str:
     return (", " + ", ".join(parts)) if parts else ""
 
 
-def explain(spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo,
-            overhead_note: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+def explain(
+    spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo, overhead_note: str
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     s, wl, d = est.setup, est.workload, est.detail
     train = wl.mode == "train"
     P = est.params
@@ -41,35 +42,46 @@ def explain(spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo,
     notes: list[str] = []
 
     if p.quantized:
-        f["parameters"] = (f"{_num(P)} params: block weights at {p.weight_bytes:g} B, "
-                           f"embeddings and norms at {p.other_weight_bytes:g} B")
+        f["parameters"] = (
+            f"{_num(P)} params: block weights at {p.weight_bytes:g} B, "
+            f"embeddings and norms at {p.other_weight_bytes:g} B"
+        )
     else:
         f["parameters"] = f"{_num(P)} params × {p.weight_bytes:g} B ({p.name})"
     if s.sparsity:
-        f["parameters"] += (f", block weights {s.sparsity:.0%} sparse (values + the smaller of "
-                            "32-bit CSR indices and a 1-bit mask)")
+        f["parameters"] += (
+            f", block weights {s.sparsity:.0%} sparse (values + the smaller of "
+            "32-bit CSR indices and a 1-bit mask)"
+        )
     if s.lora_rank and train:
         f["parameters"] += f" + LoRA rank {s.lora_rank} adapters ({_num(est.trainable_params)})"
     f["parameters"] += _sharding(est, "weights")
     if s.zero == 3:
         f["parameters"] += " + two gathered layers (current and prefetched)"
     if s.teacher is not None:
-        f["parameters"] += f" + teacher {getattr(s.teacher, 'name', '')} ({_num(s.teacher.params)} params)"
+        f["parameters"] += (
+            f" + teacher {getattr(s.teacher, 'name', '')} ({_num(s.teacher.params)} params)"
+        )
 
     if train:
         who = "LoRA adapter" if s.lora_rank else "trainable"
         gb = 4 if s.lora_rank and not p.name.startswith(("mixed", "bf16", "fp16")) else p.grad_bytes
-        f["gradients"] = f"{_num(est.trainable_params)} {who} params × {gb:g} B" + _sharding(est, "grads")
+        f["gradients"] = f"{_num(est.trainable_params)} {who} params × {gb:g} B" + _sharding(
+            est, "grads"
+        )
         state = f"{opt.description}"
         if p.master_bytes:
             state += f" + fp32 master weights ({p.master_bytes:g} B/param)"
         f["optimizer_states"] = state + _sharding(est, "optimizer")
         if d.optimizer_step_temp:
-            f["optimizer_states"] += (f"; includes {format_bytes(d.optimizer_step_temp)} "
-                                      "allocated only during the step (foreach implementation)")
+            f["optimizer_states"] += (
+                f"; includes {format_bytes(d.optimizer_step_temp)} "
+                "allocated only during the step (foreach implementation)"
+            )
         if s.offload:
-            f["optimizer_states"] = (f"offloaded to CPU memory ({format_bytes(d.host_bytes)} of host "
-                                     "RAM)")
+            f["optimizer_states"] = (
+                f"offloaded to CPU memory ({format_bytes(d.host_bytes)} of host RAM)"
+            )
     else:
         f["gradients"] = "none in inference"
         f["optimizer_states"] = "none in inference"
@@ -78,8 +90,10 @@ def explain(spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo,
     if isinstance(spec, TransformerSpec):
         seq = est.workload.seq if spec.arch != "vit" else "patches+1"
         if train:
-            text = (f"{spec.total_layers} layers × saved tensors of b={b}, s={seq}, h={spec.hidden}"
-                    f" ({p.act_bytes} B matmul inputs")
+            text = (
+                f"{spec.total_layers} layers × saved tensors of b={b}, s={seq}, h={spec.hidden}"
+                f" ({p.act_bytes} B matmul inputs"
+            )
             text += ", fp32 residual)" if p.residual_bytes == 4 and p.act_bytes == 2 else ")"
             if s.checkpointing == "full":
                 text += "; full recompute keeps each layer's input + one layer re-run"
@@ -97,59 +111,100 @@ def explain(spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo,
             text = f"largest layer's transient for a prefill of b={b}, s={seq}"
         f["activations"] = text
     else:
-        f["activations"] = (f"per-layer table: {_num(spec.saved_elements_per_sample)} saved elements "
-                            f"per image ({spec.image[0]}x{spec.image[1]}) × {p.act_bytes} B × b={b}")
+        f["activations"] = (
+            f"per-layer table: {_num(spec.saved_elements_per_sample)} saved elements "
+            f"per image ({spec.image[0]}x{spec.image[1]}) × {p.act_bytes} B × b={b}"
+        )
         if not train:
             f["activations"] = f"two largest feature maps × b={b} (nothing is saved in inference)"
     if s.teacher is not None:
         f["activations"] += " + teacher's forward and logits"
-    if not train and isinstance(spec, TransformerSpec) and spec.arch in ("decoder", "encoder-decoder"):
-        f["kv_cache"] = (f"2 × {spec.decoder_layers or spec.layers} layers × {spec.kv} kv heads × "
-                         f"{spec.d} × {wl.kv_context} tokens × b={b} × "
-                         f"{s.kv_precision or f'{p.act_bytes} B'}")
+    if (
+        not train
+        and isinstance(spec, TransformerSpec)
+        and spec.arch in ("decoder", "encoder-decoder")
+    ):
+        f["kv_cache"] = (
+            f"2 × {spec.decoder_layers or spec.layers} layers × {spec.kv} kv heads × "
+            f"{spec.d} × {wl.kv_context} tokens × b={b} × "
+            f"{s.kv_precision or f'{p.act_bytes} B'}"
+        )
     else:
         f["kv_cache"] = "none (training)" if train else "none (no decoder)"
-    f["framework_overhead"] = overhead_note.split(":")[0].replace("framework overhead ", "") if \
-        s.overhead_bytes is not None else "CUDA context + cuBLAS" + (
-            " + cuDNN workspaces" if isinstance(spec, CnnSpec) else " workspace")
+    f["framework_overhead"] = (
+        overhead_note.split(":")[0].replace("framework overhead ", "")
+        if s.overhead_bytes is not None
+        else "CUDA context + cuBLAS"
+        + (" + cuDNN workspaces" if isinstance(spec, CnnSpec) else " workspace")
+    )
     notes.append(overhead_note[0].upper() + overhead_note[1:])
 
     if train:
         eff = b * wl.grad_accum * s.dp
-        notes.append(f"Batch {b} is the micro-batch per GPU; the effective batch is {eff} "
-                     f"(× {wl.grad_accum} accumulation × {s.dp} data-parallel).")
-        notes.append(f"Peak at the {est.peak_phase}: "
-                     + ("gradients are freed by zero_grad and refilled while activations are "
-                        "released, " if wl.grad_accum == 1 else "")
-                     + f"so the total is {format_bytes(est.overlap_bytes)} below the sum of the "
-                     "categories." if est.overlap_bytes else f"Peak at the {est.peak_phase}.")
+        notes.append(
+            f"Batch {b} is the micro-batch per GPU; the effective batch is {eff} "
+            f"(× {wl.grad_accum} accumulation × {s.dp} data-parallel)."
+        )
+        notes.append(
+            f"Peak at the {est.peak_phase}: "
+            + (
+                "gradients are freed by zero_grad and refilled while activations are released, "
+                if wl.grad_accum == 1
+                else ""
+            )
+            + f"so the total is {format_bytes(est.overlap_bytes)} below the sum of the "
+            "categories."
+            if est.overlap_bytes
+            else f"Peak at the {est.peak_phase}."
+        )
         if s.checkpointing != "none":
-            notes.append(f"Recompute costs about +{d.recompute_flops_percent:g}% of step FLOPs"
-                         + (" (one more forward pass)." if s.checkpointing == "full"
-                            else " (the attention scores are recomputed)."))
+            notes.append(
+                f"Recompute costs about +{d.recompute_flops_percent:g}% of step FLOPs"
+                + (
+                    " (one more forward pass)."
+                    if s.checkpointing == "full"
+                    else " (the attention scores are recomputed)."
+                )
+            )
         if p.master_bytes:
-            notes.append("Megatron keeps fp32 main gradients by default: add 2 B/param "
-                         "(18 B/param with Adam).")
+            notes.append(
+                "Megatron keeps fp32 main gradients by default: add 2 B/param "
+                "(18 B/param with Adam)."
+            )
         if s.zero >= 2:
-            notes.append("ZeRO-2/3 also hold reduce/gather buckets (DeepSpeed default 5e8 "
-                         "elements each); ZeRO-3 has measured above ZeRO-2 in practice.")
+            notes.append(
+                "ZeRO-2/3 also hold reduce/gather buckets (DeepSpeed default 5e8 "
+                "elements each); ZeRO-3 has measured above ZeRO-2 in practice."
+            )
         if p.name.endswith("fp16"):
             notes.append("fp16 needs loss scaling; bf16 does not.")
     if isinstance(spec, TransformerSpec):
         if spec.kv < spec.heads:
-            notes.append(f"Grouped-query attention: {spec.kv} key/value heads for {spec.heads} query "
-                         "heads" + (" (eager attention expands K and V to every head)."
-                                    if train and not s.flash_attention else "."))
+            notes.append(
+                f"Grouped-query attention: {spec.kv} key/value heads for {spec.heads} query "
+                "heads"
+                + (
+                    " (eager attention expands K and V to every head)."
+                    if train and not s.flash_attention
+                    else "."
+                )
+            )
         if spec.experts > 1:
-            notes.append(f"Mixture of experts: all {spec.experts} experts are stored; "
-                         f"{spec.experts_per_token} run per token ({_num(spec.active_params)} "
-                         "active params).")
+            notes.append(
+                f"Mixture of experts: all {spec.experts} experts are stored; "
+                f"{spec.experts_per_token} run per token ({_num(spec.active_params)} "
+                "active params)."
+            )
         if spec.approx_params:
-            notes.append(f"Shape assumed from the parameter count: {spec.layers} layers, hidden "
-                         f"{spec.hidden}, {spec.heads} heads, vocabulary {spec.vocab}; give "
-                         "--config or --layers/--hidden for exact activations.")
+            notes.append(
+                f"Shape assumed from the parameter count: {spec.layers} layers, hidden "
+                f"{spec.hidden}, {spec.heads} heads, vocabulary {spec.vocab}; give "
+                "--config or --layers/--hidden for exact activations."
+            )
     if s.dropout_mask_bytes != 1.0:
         notes.append(f"Dropout masks counted at {s.dropout_mask_bytes:g} B per element.")
-    notes.append("nvidia-smi shows reserved memory: PyTorch's caching allocator keeps freed "
-                 "blocks, so expect it above this peak of allocated memory.")
+    notes.append(
+        "nvidia-smi shows reserved memory: PyTorch's caching allocator keeps freed "
+        "blocks, so expect it above this peak of allocated memory."
+    )
     return tuple(f.items()), tuple(notes)

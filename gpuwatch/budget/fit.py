@@ -19,7 +19,9 @@ class GpuFit:
     min_gpus_zero3: int | None  # None: does not fit even when sharded
 
 
-def min_gpus_zero3(spec: ModelSpec, est: Estimate, capacity_bytes: int, limit: int = 4096) -> int | None:
+def min_gpus_zero3(
+    spec: ModelSpec, est: Estimate, capacity_bytes: int, limit: int = 4096
+) -> int | None:
     """The fewest data-parallel GPUs that fit under ZeRO-3, solved from the sharded terms.
 
     Per GPU: ``unsharded + sharded / N``; both terms come from two evaluations.
@@ -35,7 +37,10 @@ def min_gpus_zero3(spec: ModelSpec, est: Estimate, capacity_bytes: int, limit: i
         return None
     n = max(1, math.ceil(sharded / (capacity_bytes - unsharded)))
     while n <= limit:  # integer rounding in the estimate can need one more
-        if estimate(spec, est.workload, replace(est.setup, dp=n, zero=3)).total_bytes <= capacity_bytes:
+        if (
+            estimate(spec, est.workload, replace(est.setup, dp=n, zero=3)).total_bytes
+            <= capacity_bytes
+        ):
             return n
         n += 1
     return None
@@ -46,7 +51,13 @@ def fit_table(spec: ModelSpec, est: Estimate) -> tuple[GpuFit, ...]:
 
     rows = []
     for gpu in GPUS:
-        rows.append(GpuFit(gpu, est.total_bytes <= gpu.memory_bytes,
-                           gpu.memory_bytes - est.total_bytes, max_batch_size(est, gpu.memory_bytes),
-                           min_gpus_zero3(spec, est, gpu.memory_bytes)))
+        rows.append(
+            GpuFit(
+                gpu,
+                est.total_bytes <= gpu.memory_bytes,
+                gpu.memory_bytes - est.total_bytes,
+                max_batch_size(est, gpu.memory_bytes),
+                min_gpus_zero3(spec, est, gpu.memory_bytes),
+            )
+        )
     return tuple(rows)

@@ -41,8 +41,15 @@ GPUS: tuple[GpuInfo, ...] = (
     GpuInfo("MI300X", 192 * GIB, int(5.3 * TB_S), "AMD"),
 )
 
-_ALIASES = {"A100": "A100-80GB", "H100": "H100-80GB", "V100": "V100-32GB", "4090": "RTX-4090",
-            "3090": "RTX-3090", "5090": "RTX-5090", "H100-SXM": "H100-80GB"}
+_ALIASES = {
+    "A100": "A100-80GB",
+    "H100": "H100-80GB",
+    "V100": "V100-32GB",
+    "4090": "RTX-4090",
+    "3090": "RTX-3090",
+    "5090": "RTX-5090",
+    "H100-SXM": "H100-80GB",
+}
 
 
 def _key(name: str) -> str:
@@ -55,5 +62,6 @@ def lookup_gpu(name: str) -> GpuInfo:
     for gpu in GPUS:
         if _key(gpu.name) == key or _key(gpu.name).replace("RTX-", "") == key:
             return gpu
-    raise BudgetError("--gpu", f"unknown GPU {name!r}; known GPUs: "
-                      f"{', '.join(g.name for g in GPUS)}.")
+    raise BudgetError(
+        "--gpu", f"unknown GPU {name!r}; known GPUs: {', '.join(g.name for g in GPUS)}."
+    )

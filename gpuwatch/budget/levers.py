@@ -28,7 +28,10 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup) -> list[tuple[str, Work
     if s.precision == "fp32":
         add("--precision amp-bf16 (autocast)", replace(s, precision="amp-bf16"))
     if s.precision in ("fp32", "amp-bf16", "amp-fp16") and train:
-        add("--precision mixed-bf16 (16-bit weights, fp32 master)", replace(s, precision="mixed-bf16"))
+        add(
+            "--precision mixed-bf16 (16-bit weights, fp32 master)",
+            replace(s, precision="mixed-bf16"),
+        )
     if s.precision in ("fp32", "amp-bf16", "amp-fp16", "mixed-bf16", "mixed-fp16"):
         add("--precision bf16 (everything 16-bit)", replace(s, precision="bf16"))
     if not train and s.precision not in ("int8", "int4"):
@@ -45,8 +48,10 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup) -> list[tuple[str, Work
             for stage in range(s.zero + 1, 4):
                 add(f"--zero {stage}", replace(s, zero=stage))
         if wl.batch > 1:
-            add(f"--batch 1 --grad-accum {wl.batch * wl.grad_accum} (same effective batch)",
-                workload=replace(wl, batch=1, grad_accum=wl.batch * wl.grad_accum))
+            add(
+                f"--batch 1 --grad-accum {wl.batch * wl.grad_accum} (same effective batch)",
+                workload=replace(wl, batch=1, grad_accum=wl.batch * wl.grad_accum),
+            )
         if tf and not s.lora_rank:
             add("--lora 16", replace(s, lora_rank=16))
         if not s.offload:

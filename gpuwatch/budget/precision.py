@@ -47,19 +47,64 @@ PRECISIONS: dict[str, Precision] = {
     p.name: p
     for p in (
         Precision("fp32", 4, 4, 4, 0, 4, 4, 4, "everything fp32"),
-        Precision("amp-bf16", 4, 4, 4, 0, 4, 2, 4,
-                  "torch autocast bf16: fp32 weights, grads and states, bf16 matmul activations"),
-        Precision("amp-fp16", 4, 4, 4, 0, 4, 2, 4,
-                  "torch autocast fp16: fp32 weights, grads and states, fp16 matmul activations"),
-        Precision("mixed-bf16", 2, 2, 2, 4, 4, 2, 2,
-                  "bf16 weights and grads, fp32 master weights and optimizer states"),
-        Precision("mixed-fp16", 2, 2, 2, 4, 4, 2, 2,
-                  "fp16 weights and grads, fp32 master weights and optimizer states"),
+        Precision(
+            "amp-bf16",
+            4,
+            4,
+            4,
+            0,
+            4,
+            2,
+            4,
+            "torch autocast bf16: fp32 weights, grads and states, bf16 matmul activations",
+        ),
+        Precision(
+            "amp-fp16",
+            4,
+            4,
+            4,
+            0,
+            4,
+            2,
+            4,
+            "torch autocast fp16: fp32 weights, grads and states, fp16 matmul activations",
+        ),
+        Precision(
+            "mixed-bf16",
+            2,
+            2,
+            2,
+            4,
+            4,
+            2,
+            2,
+            "bf16 weights and grads, fp32 master weights and optimizer states",
+        ),
+        Precision(
+            "mixed-fp16",
+            2,
+            2,
+            2,
+            4,
+            4,
+            2,
+            2,
+            "fp16 weights and grads, fp32 master weights and optimizer states",
+        ),
         Precision("bf16", 2, 2, 2, 0, 2, 2, 2, "everything bf16, optimizer states included"),
         Precision("fp16", 2, 2, 2, 0, 2, 2, 2, "everything fp16, optimizer states included"),
         Precision("int8", 1.0, 2, 2, 0, 4, 2, 2, "int8 block weights, bf16 compute"),
-        Precision("int4", 0.5 + 2 / INT4_GROUP, 2, 2, 0, 4, 2, 2,
-                  f"4-bit block weights with an fp16 scale per {INT4_GROUP}, bf16 compute"),
+        Precision(
+            "int4",
+            0.5 + 2 / INT4_GROUP,
+            2,
+            2,
+            0,
+            4,
+            2,
+            2,
+            f"4-bit block weights with an fp16 scale per {INT4_GROUP}, bf16 compute",
+        ),
     )
 }
 
@@ -82,10 +127,20 @@ OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
         OptimizerInfo("momentum", 1, None, 0, "SGD with momentum: one buffer"),
         OptimizerInfo("adam", 2, None, 1, "Adam: m and v"),
         OptimizerInfo("adamw", 2, None, 1, "AdamW: m and v"),
-        OptimizerInfo("adam8bit", 2, 1 + 4 / 2048, 0,
-                      "8-bit Adam: m and v in 8 bits with an fp32 scale per 2048"),
-        OptimizerInfo("adafactor", 0, None, 0,
-                      "Adafactor: factored second moment (rows + columns per matrix), no m"),
+        OptimizerInfo(
+            "adam8bit",
+            2,
+            1 + 4 / 2048,
+            0,
+            "8-bit Adam: m and v in 8 bits with an fp32 scale per 2048",
+        ),
+        OptimizerInfo(
+            "adafactor",
+            0,
+            None,
+            0,
+            "Adafactor: factored second moment (rows + columns per matrix), no m",
+        ),
         OptimizerInfo("lion", 1, None, 0, "Lion: one momentum buffer"),
     )
 }
@@ -102,7 +157,9 @@ def get_precision(name: str) -> Precision:
 
 def get_optimizer(name: str) -> OptimizerInfo:
     key = name.strip().lower().replace("-", "").replace("_", "")
-    key = {"adamw8bit": "adam8bit", "paged_adamw_8bit": "adam8bit", "sgdm": "momentum"}.get(key, key)
+    key = {"adamw8bit": "adam8bit", "paged_adamw_8bit": "adam8bit", "sgdm": "momentum"}.get(
+        key, key
+    )
     if key not in OPTIMIZER_INFO:
         raise BudgetError(
             "--optimizer", f"unknown optimizer {name!r}; use one of {', '.join(OPTIMIZERS)}."
@@ -123,12 +180,20 @@ def optimizer_state_elements(opt: OptimizerInfo, rows: int, cols: int, count: in
 
 def state_bytes(opt: OptimizerInfo, precision: Precision) -> float:
     """Bytes per optimizer state element under ``precision``."""
-    return opt.state_bytes_override if opt.state_bytes_override is not None else precision.state_bytes
+    return (
+        opt.state_bytes_override if opt.state_bytes_override is not None else precision.state_bytes
+    )
 
 
 def training_bytes_per_param(precision: Precision, opt: OptimizerInfo) -> float:
     """Weights + gradients + master + optimizer states per (matrix) parameter, unsharded."""
     if opt.name == "adafactor":
-        raise BudgetError("--optimizer", "Adafactor's state depends on matrix shapes; use the estimator.")
-    return (precision.weight_bytes + precision.grad_bytes + precision.master_bytes
-            + opt.states * state_bytes(opt, precision))
+        raise BudgetError(
+            "--optimizer", "Adafactor's state depends on matrix shapes; use the estimator."
+        )
+    return (
+        precision.weight_bytes
+        + precision.grad_bytes
+        + precision.master_bytes
+        + opt.states * state_bytes(opt, precision)
+    )

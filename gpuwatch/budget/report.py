@@ -12,8 +12,12 @@ from gpuwatch.core.units import format_bytes
 SCHEMA = "gpuwatch.estimate/1"
 
 LABELS = {
-    "parameters": "parameters", "gradients": "gradients", "optimizer_states": "optimizer states",
-    "activations": "activations", "kv_cache": "KV cache", "framework_overhead": "framework overhead",
+    "parameters": "parameters",
+    "gradients": "gradients",
+    "optimizer_states": "optimizer states",
+    "activations": "activations",
+    "kv_cache": "KV cache",
+    "framework_overhead": "framework overhead",
 }
 
 
@@ -24,22 +28,40 @@ def _gib(n: int) -> str:
 def inputs_dict(est: Estimate) -> dict[str, Any]:
     wl, s = est.workload, est.setup
     return {
-        "model": est.model, "params": est.params, "trainable_params": est.trainable_params,
-        "mode": wl.mode, "batch": wl.batch, "seq": wl.seq,
+        "model": est.model,
+        "params": est.params,
+        "trainable_params": est.trainable_params,
+        "mode": wl.mode,
+        "batch": wl.batch,
+        "seq": wl.seq,
         "image": f"{wl.image[0]}x{wl.image[1]}" if wl.image else None,
-        "grad_accum": wl.grad_accum, "context": wl.kv_context if wl.mode == "infer" else None,
-        "precision": s.precision, "optimizer": s.optimizer if wl.mode == "train" else None,
-        "checkpointing": s.checkpointing, "flash_attention": s.flash_attention, "zero": s.zero,
-        "dp": s.dp, "tp": s.tp, "pp": s.pp, "sequence_parallel": s.sequence_parallel,
-        "offload": s.offload, "lora_rank": s.lora_rank or None, "sparsity": s.sparsity or None,
+        "grad_accum": wl.grad_accum,
+        "context": wl.kv_context if wl.mode == "infer" else None,
+        "precision": s.precision,
+        "optimizer": s.optimizer if wl.mode == "train" else None,
+        "checkpointing": s.checkpointing,
+        "flash_attention": s.flash_attention,
+        "zero": s.zero,
+        "dp": s.dp,
+        "tp": s.tp,
+        "pp": s.pp,
+        "sequence_parallel": s.sequence_parallel,
+        "offload": s.offload,
+        "lora_rank": s.lora_rank or None,
+        "sparsity": s.sparsity or None,
         "kv_precision": s.kv_precision,
         "teacher": getattr(s.teacher, "name", None) if s.teacher is not None else None,
     }
 
 
-def to_json(est: Estimate, capacity_bytes: int | None, max_batch: int | None,
-            max_seq: int | None, what_if: tuple[WhatIf, ...],
-            fit: tuple[GpuFit, ...] | None = None) -> dict[str, Any]:
+def to_json(
+    est: Estimate,
+    capacity_bytes: int | None,
+    max_batch: int | None,
+    max_seq: int | None,
+    what_if: tuple[WhatIf, ...],
+    fit: tuple[GpuFit, ...] | None = None,
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "inputs": inputs_dict(est),
@@ -55,38 +77,60 @@ def to_json(est: Estimate, capacity_bytes: int | None, max_batch: int | None,
         "max_seq_len": max_seq,
         "host_offload_bytes": est.detail.host_bytes or None,
         "notes": list(est.notes),
-        "what_if": [{"change": w.change, "total_bytes": w.total_bytes, "saves_bytes": w.saves_bytes}
-                    for w in what_if],
+        "what_if": [
+            {"change": w.change, "total_bytes": w.total_bytes, "saves_bytes": w.saves_bytes}
+            for w in what_if
+        ],
     }
     if fit is not None:
         doc["gpus"] = [
-            {"name": f.gpu.name, "memory_bytes": f.gpu.memory_bytes,
-             "bandwidth_bytes_per_s": f.gpu.bandwidth_bytes_per_s, "fits": f.fits,
-             "headroom_bytes": f.headroom_bytes, "max_batch_size": f.max_batch_size,
-             "min_gpus_zero3": f.min_gpus_zero3}
+            {
+                "name": f.gpu.name,
+                "memory_bytes": f.gpu.memory_bytes,
+                "bandwidth_bytes_per_s": f.gpu.bandwidth_bytes_per_s,
+                "fits": f.fits,
+                "headroom_bytes": f.headroom_bytes,
+                "max_batch_size": f.max_batch_size,
+                "min_gpus_zero3": f.min_gpus_zero3,
+            }
             for f in fit
         ]
     return doc
 
 
-def to_table(est: Estimate, capacity_bytes: int | None, max_batch: int | None,
-             max_seq: int | None, what_if: tuple[WhatIf, ...],
-             fit: tuple[GpuFit, ...] | None = None) -> str:
+def to_table(
+    est: Estimate,
+    capacity_bytes: int | None,
+    max_batch: int | None,
+    max_seq: int | None,
+    what_if: tuple[WhatIf, ...],
+    fit: tuple[GpuFit, ...] | None = None,
+) -> str:
     wl, s = est.workload, est.setup
-    head = (f"{est.model}: {est.params / 1e9:.3g}B params, {wl.mode}, batch {wl.batch}, "
-            + (f"image {wl.image[0]}x{wl.image[1]}, " if wl.image else f"seq {wl.seq}, ")
-            + f"{s.precision}" + (f", {s.optimizer}" if wl.mode == "train" else ""))
+    head = (
+        f"{est.model}: {est.params / 1e9:.3g}B params, {wl.mode}, batch {wl.batch}, "
+        + (f"image {wl.image[0]}x{wl.image[1]}, " if wl.image else f"seq {wl.seq}, ")
+        + f"{s.precision}"
+        + (f", {s.optimizer}" if wl.mode == "train" else "")
+    )
     lines = [head, "", f"{'category':<20}{'per GPU':>12}  how"]
     for cat in CATEGORIES:
-        lines.append(f"{LABELS[cat]:<20}{_gib(est.breakdown.as_dict()[cat]):>12}  {est.formula(cat)}")
+        lines.append(
+            f"{LABELS[cat]:<20}{_gib(est.breakdown.as_dict()[cat]):>12}  {est.formula(cat)}"
+        )
     if est.overlap_bytes:
-        lines.append(f"{'not alive together':<20}{'-' + _gib(est.overlap_bytes):>12}  "
-                     f"peak at the {est.peak_phase}")
+        lines.append(
+            f"{'not alive together':<20}{'-' + _gib(est.overlap_bytes):>12}  "
+            f"peak at the {est.peak_phase}"
+        )
     lines.append(f"{'total':<20}{_gib(est.total_bytes):>12}  peak per GPU")
     if capacity_bytes is not None:
         room = capacity_bytes - est.total_bytes
-        verdict = (f"fits in {_gib(capacity_bytes)}: {_gib(room)} headroom" if room >= 0 else
-                   f"does NOT fit in {_gib(capacity_bytes)}: {_gib(-room)} over")
+        verdict = (
+            f"fits in {_gib(capacity_bytes)}: {_gib(room)} headroom"
+            if room >= 0
+            else f"does NOT fit in {_gib(capacity_bytes)}: {_gib(-room)} over"
+        )
         lines += ["", verdict]
         if max_batch is not None:
             lines.append(f"largest batch that fits: {max_batch}")
@@ -97,13 +141,18 @@ def to_table(est: Estimate, capacity_bytes: int | None, max_batch: int | None,
         for w in what_if:
             lines.append(f"  {w.change:<58} {_gib(w.total_bytes):>11}  saves {_gib(w.saves_bytes)}")
     if fit:
-        lines += ["", f"{'GPU':<12}{'memory':>11}{'bandwidth':>12}  {'fits':<5}{'headroom':>12}"
-                  f"{'max batch':>10}{'ZeRO-3 GPUs':>13}"]
+        lines += [
+            "",
+            f"{'GPU':<12}{'memory':>11}{'bandwidth':>12}  {'fits':<5}{'headroom':>12}"
+            f"{'max batch':>10}{'ZeRO-3 GPUs':>13}",
+        ]
         for f in fit:
             z = "-" if f.min_gpus_zero3 is None else str(f.min_gpus_zero3)
-            lines.append(f"{f.gpu.name:<12}{_gib(f.gpu.memory_bytes):>11}"
-                         f"{f.gpu.bandwidth_bytes_per_s / 1e12:>8.2f} TB/s  "
-                         f"{'yes' if f.fits else 'no':<5}{_gib(f.headroom_bytes):>12}"
-                         f"{f.max_batch_size:>10}{z:>13}")
+            lines.append(
+                f"{f.gpu.name:<12}{_gib(f.gpu.memory_bytes):>11}"
+                f"{f.gpu.bandwidth_bytes_per_s / 1e12:>8.2f} TB/s  "
+                f"{'yes' if f.fits else 'no':<5}{_gib(f.headroom_bytes):>12}"
+                f"{f.max_batch_size:>10}{z:>13}"
+            )
     lines += ["", "notes"] + [f"  - {n}" for n in est.notes]
     return "\n".join(lines)

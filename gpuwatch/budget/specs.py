@@ -79,19 +79,26 @@ class TransformerSpec:
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads"):
             if getattr(self, name) <= 0:
-                raise BudgetError(f"--{name}", f"{name} must be a positive integer, not {getattr(self, name)}.")
+                raise BudgetError(
+                    f"--{name}", f"{name} must be a positive integer, not {getattr(self, name)}."
+                )
         if self.vocab < 0 or self.ffn < 0 or self.kv_heads < 0 or self.decoder_layers < 0:
-            raise BudgetError("--vocab", "vocab, ffn, kv-heads and decoder layers cannot be negative.")
+            raise BudgetError(
+                "--vocab", "vocab, ffn, kv-heads and decoder layers cannot be negative."
+            )
         if not self.head_dim and self.hidden % self.heads:
             raise BudgetError(
                 "--heads", f"{self.heads} heads do not divide the hidden size {self.hidden}."
             )
         if self.heads % self.kv:
             raise BudgetError(
-                "--kv-heads", f"{self.kv} key/value heads do not divide {self.heads} attention heads."
+                "--kv-heads",
+                f"{self.kv} key/value heads do not divide {self.heads} attention heads.",
             )
         if self.experts < 1 or not 1 <= self.experts_per_token <= self.experts:
-            raise BudgetError("experts", "experts per token must be between 1 and the number of experts.")
+            raise BudgetError(
+                "experts", "experts per token must be between 1 and the number of experts."
+            )
 
     # Derived dimensions -----------------------------------------------------------
     @property
@@ -130,7 +137,10 @@ class TransformerSpec:
     def _mlp(self, prefix: str, n: int) -> list[ParamGroup]:
         h, f, e = self.hidden, self.ffn_size, self.experts
         ins = 2 if self.gated_mlp else 1
-        out = [ParamGroup(f"{prefix}.in", h, f, ins * e * n), ParamGroup(f"{prefix}.out", f, h, e * n)]
+        out = [
+            ParamGroup(f"{prefix}.in", h, f, ins * e * n),
+            ParamGroup(f"{prefix}.out", f, h, e * n),
+        ]
         if self.bias:
             out.append(ParamGroup(f"{prefix}.bias", ins * f + h, 1, e * n, "bias"))
         if e > 1:
@@ -147,8 +157,16 @@ class TransformerSpec:
         if self.arch == "vit":
             g.append(ParamGroup("patch_embed", self.channels * self.patch**2, h, 1, "conv", False))
             g.append(ParamGroup("patch_bias+cls", 2 * h, 1, 1, "bias", False))
-            g.append(ParamGroup("pos_embed", self.seq_for_image(self.image, self.image), h, 1,
-                                "embedding", False))
+            g.append(
+                ParamGroup(
+                    "pos_embed",
+                    self.seq_for_image(self.image, self.image),
+                    h,
+                    1,
+                    "embedding",
+                    False,
+                )
+            )
         else:
             g.append(ParamGroup("embed", V, h, 1, "embedding", False))
         if self.max_positions and self.arch != "vit":
@@ -167,7 +185,9 @@ class TransformerSpec:
             g += self._norms(1 if self.arch != "encoder" else 0, per_layer=False)
         if self.relative_buckets:
             n_stacks = 2 if self.decoder_layers else 1
-            g.append(ParamGroup("rel_bias", self.relative_buckets, self.heads, n_stacks, "other", False))
+            g.append(
+                ParamGroup("rel_bias", self.relative_buckets, self.heads, n_stacks, "other", False)
+            )
         if self.arch == "vit" and self.classes:
             g.append(ParamGroup("head", h, self.classes, 1, "linear", False))
             g.append(ParamGroup("head.bias", self.classes, 1, 1, "bias", False))

@@ -34,12 +34,23 @@ class States:
         return States(*(a + b for a, b in zip(self._tuple(), other._tuple(), strict=True)))
 
     def scaled(self, w: float = 1, g: float = 1, o: float = 1) -> States:
-        return replace(self, weights=self.weights * w, grads=self.grads * g,
-                       optimizer=self.optimizer * o, step_temp=self.step_temp * o)
+        return replace(
+            self,
+            weights=self.weights * w,
+            grads=self.grads * g,
+            optimizer=self.optimizer * o,
+            step_temp=self.step_temp * o,
+        )
 
     def _tuple(self) -> tuple[float, ...]:
-        return (self.weights, self.grads, self.optimizer, self.step_temp, self.trainable,
-                self.stored_params)
+        return (
+            self.weights,
+            self.grads,
+            self.optimizer,
+            self.step_temp,
+            self.trainable,
+            self.stored_params,
+        )
 
 
 def _is_block_matmul(g: ParamGroup) -> bool:
@@ -73,8 +84,9 @@ def lora_groups(groups: tuple[ParamGroup, ...], rank: int) -> tuple[ParamGroup, 
     return tuple(out)
 
 
-def _train_states(groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo,
-                  foreach: bool) -> States:
+def _train_states(
+    groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo, foreach: bool
+) -> States:
     n = sum(g.numel for g in groups)
     sb = state_bytes(opt, p)
     elements = sum(optimizer_state_elements(opt, g.rows, g.cols, g.count) for g in groups)
@@ -83,8 +95,9 @@ def _train_states(groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerIn
     return States(0.0, n * p.grad_bytes, n * p.master_bytes + elements * sb, temp, n, 0)
 
 
-def group_states(groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo, setup: Setup,
-                 train: bool) -> States:
+def group_states(
+    groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo, setup: Setup, train: bool
+) -> States:
     """States of ``groups`` on one GPU before parallelism."""
     weights = sum(_stored_weight_bytes(g, p, setup.sparsity) for g in groups)
     stored = sum(g.numel for g in groups)
@@ -99,8 +112,9 @@ def group_states(groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInf
     return base + _train_states(groups, p, opt, setup.foreach_optimizer)
 
 
-def split_by_stage(spec: ModelSpec) -> tuple[tuple[ParamGroup, ...], tuple[ParamGroup, ...],
-                                             tuple[ParamGroup, ...]]:
+def split_by_stage(
+    spec: ModelSpec,
+) -> tuple[tuple[ParamGroup, ...], tuple[ParamGroup, ...], tuple[ParamGroup, ...]]:
     """(repeated layers, first pipeline stage's extras, last stage's extras)."""
     groups = spec.param_groups()
     layers = tuple(g for g in groups if g.per_layer)
@@ -111,16 +125,18 @@ def split_by_stage(spec: ModelSpec) -> tuple[tuple[ParamGroup, ...], tuple[Param
     return layers, first, last
 
 
-def model_states(spec: ModelSpec, p: Precision, opt: OptimizerInfo, setup: Setup,
-                 train: bool) -> States:
+def model_states(
+    spec: ModelSpec, p: Precision, opt: OptimizerInfo, setup: Setup, train: bool
+) -> States:
     """Parameters, gradients and optimizer states on the most loaded GPU."""
     layers, first, last = split_by_stage(spec)
     if setup.pp > 1:
         a = group_states(first, p, opt, setup, train)
         b = group_states(last, p, opt, setup, train)
         extra = a if a.weights + a.optimizer >= b.weights + b.optimizer else b
-        s = group_states(layers, p, opt, setup, train).scaled(1 / setup.pp, 1 / setup.pp,
-                                                              1 / setup.pp)
+        s = group_states(layers, p, opt, setup, train).scaled(
+            1 / setup.pp, 1 / setup.pp, 1 / setup.pp
+        )
         s = replace(s, trainable=s.trainable // setup.pp, stored_params=s.stored_params // setup.pp)
         s = s + extra
     else:

@@ -34,8 +34,10 @@ class Workload:
             raise BudgetError("--mode", f"mode must be train or infer, not {self.mode!r}.")
         for name in ("batch", "seq", "grad_accum"):
             if getattr(self, name) < 1:
-                raise BudgetError(f"--{name.replace('_', '-')}",
-                                  f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}.")
+                raise BudgetError(
+                    f"--{name.replace('_', '-')}",
+                    f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}.",
+                )
         if self.context is not None and self.context < 1:
             raise BudgetError("--context", f"--context must be at least 1, not {self.context}.")
         if self.image is not None and min(self.image) < 1:
@@ -76,18 +78,24 @@ class Setup:
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
-            raise BudgetError("--precision", f"unknown precision {self.precision!r}; use one of "
-                              f"{', '.join(PRECISIONS)}.")
+            raise BudgetError(
+                "--precision",
+                f"unknown precision {self.precision!r}; use one of {', '.join(PRECISIONS)}.",
+            )
         if self.optimizer not in OPTIMIZERS:
-            raise BudgetError("--optimizer", f"unknown optimizer {self.optimizer!r}; use one of "
-                              f"{', '.join(OPTIMIZERS)}.")
+            raise BudgetError(
+                "--optimizer",
+                f"unknown optimizer {self.optimizer!r}; use one of {', '.join(OPTIMIZERS)}.",
+            )
         if self.checkpointing not in CHECKPOINTING:
             raise BudgetError("--checkpointing", "checkpointing must be none, selective or full.")
         if self.zero not in (0, 1, 2, 3):
             raise BudgetError("--zero", f"ZeRO stage must be 0, 1, 2 or 3, not {self.zero}.")
         for name in ("dp", "tp", "pp"):
             if getattr(self, name) < 1:
-                raise BudgetError(f"--{name}", f"--{name} must be at least 1, not {getattr(self, name)}.")
+                raise BudgetError(
+                    f"--{name}", f"--{name} must be at least 1, not {getattr(self, name)}."
+                )
         if self.offload not in OFFLOAD:
             raise BudgetError("--offload", "offload must be optimizer or params.")
         if self.offload == "params" and self.zero != 3:
@@ -95,9 +103,21 @@ class Setup:
         if self.lora_rank < 0:
             raise BudgetError("--lora", f"LoRA rank must be positive, not {self.lora_rank}.")
         if not 0.0 <= self.sparsity < 1.0:
-            raise BudgetError("--sparsity", f"sparsity must be a fraction in [0, 1), not {self.sparsity}.")
-        if self.kv_precision is not None and self.kv_precision not in ("fp32", "bf16", "fp16", "fp8", "int8", "int4"):
-            raise BudgetError("--kv-precision", f"unknown KV-cache precision {self.kv_precision!r}; "
-                              "use fp32, bf16, fp16, fp8, int8 or int4.")
+            raise BudgetError(
+                "--sparsity", f"sparsity must be a fraction in [0, 1), not {self.sparsity}."
+            )
+        if self.kv_precision is not None and self.kv_precision not in (
+            "fp32",
+            "bf16",
+            "fp16",
+            "fp8",
+            "int8",
+            "int4",
+        ):
+            raise BudgetError(
+                "--kv-precision",
+                f"unknown KV-cache precision {self.kv_precision!r}; "
+                "use fp32, bf16, fp16, fp8, int8 or int4.",
+            )
         if self.overhead_bytes is not None and self.overhead_bytes < 0:
             raise BudgetError("--overhead", "the framework overhead cannot be negative.")

@@ -39,9 +39,10 @@ _PARAM_SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 def add_estimate_parser(subparsers: Any) -> None:
     """Register ``estimate`` on an argparse subparsers object."""
     p = subparsers.add_parser(
-        "estimate", help="memory budget of a model before launching it",
+        "estimate",
+        help="memory budget of a model before launching it",
         description="How much GPU memory a model needs per GPU, broken down, and what each "
-                    "lever would save.",
+        "lever would save.",
     )
     m = p.add_argument_group("model (one of)")
     m.add_argument("--model", help=f"catalog name: {', '.join(model_names())}")
@@ -60,8 +61,12 @@ def add_estimate_parser(subparsers: Any) -> None:
     s.add_argument("--precision", default="amp-bf16", help=", ".join(PRECISIONS))
     s.add_argument("--optimizer", default="adamw", help=", ".join(OPTIMIZERS))
     s.add_argument("--checkpointing", default="none", help="none, selective or full")
-    s.add_argument("--flash-attention", action=argparse.BooleanOptionalAction, default=False,
-                   help="fused attention (flash / memory-efficient SDPA): no a·s² scores")
+    s.add_argument(
+        "--flash-attention",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="fused attention (flash / memory-efficient SDPA): no a·s² scores",
+    )
     s.add_argument("--zero", default="0", help="ZeRO stage 0..3 over --dp GPUs")
     s.add_argument("--dp", default="1", help="data-parallel GPUs")
     s.add_argument("--tp", default="1", help="tensor-parallel GPUs")
@@ -87,7 +92,9 @@ def _int(value: str | None, flag: str, minimum: int = 0) -> int:
     except ValueError:
         raise BudgetError(flag, f"{flag} must be a whole number, not {value!r}.") from None
     if not math.isfinite(number) or number != int(number) or number < minimum:
-        raise BudgetError(flag, f"{flag} must be a whole number of at least {minimum}, not {value!r}.")
+        raise BudgetError(
+            flag, f"{flag} must be a whole number of at least {minimum}, not {value!r}."
+        )
     return int(number)
 
 
@@ -102,7 +109,9 @@ def parse_param_count(text: str) -> float:
     """``7e9``, ``7B``, ``125M``, ``1.5b``."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*", text)
     if not match:
-        raise BudgetError("--params", f"--params must be a count such as 7e9, 7B or 125M, not {text!r}.")
+        raise BudgetError(
+            "--params", f"--params must be a count such as 7e9, 7B or 125M, not {text!r}."
+        )
     value = float(match.group(1)) * _PARAM_SUFFIX[match.group(2).upper()]
     if not value >= 1:
         raise BudgetError("--params", f"--params must be at least 1, not {text!r}.")
@@ -125,14 +134,22 @@ def _image(text: str | None) -> tuple[int, int] | None:
 def _custom(args: argparse.Namespace) -> TransformerSpec:
     missing = [f"--{n}" for n in ("layers", "hidden", "heads") if getattr(args, n) is None]
     if missing:
-        raise BudgetError(missing[0], f"a custom transformer needs {', '.join(missing)} "
-                          "(or give --model, --config or --params).")
+        raise BudgetError(
+            missing[0],
+            f"a custom transformer needs {', '.join(missing)} "
+            "(or give --model, --config or --params).",
+        )
     heads = _int(args.heads, "--heads", 1)
     return TransformerSpec(
-        "custom", _int(args.layers, "--layers", 1), _int(args.hidden, "--hidden", 1), heads,
-        _int(args.vocab or "32000", "--vocab"), ffn=_int(args.ffn or "0", "--ffn"),
+        "custom",
+        _int(args.layers, "--layers", 1),
+        _int(args.hidden, "--hidden", 1),
+        heads,
+        _int(args.vocab or "32000", "--vocab"),
+        ffn=_int(args.ffn or "0", "--ffn"),
         kv_heads=_int(args.kv_heads or str(heads), "--kv-heads", 1),
-        gated_mlp=args.ffn is not None and args.kv_heads is not None, bias=False,
+        gated_mlp=args.ffn is not None and args.kv_heads is not None,
+        bias=False,
         tied_embeddings=False,
     )
 
@@ -154,8 +171,11 @@ def resolve_model(args: argparse.Namespace) -> ModelSpec:
     image = _image(args.image)
     given = [n for n in ("model", "config", "params") if getattr(args, n) is not None]
     if len(given) > 1:
-        raise BudgetError(f"--{given[1]}", f"give one of --model, --config or --params, not "
-                          f"{' and '.join('--' + g for g in given)}.")
+        raise BudgetError(
+            f"--{given[1]}",
+            f"give one of --model, --config or --params, not "
+            f"{' and '.join('--' + g for g in given)}.",
+        )
     if args.model is not None:
         return lookup_model(args.model, image)
     if args.config is not None:
@@ -168,8 +188,11 @@ def resolve_model(args: argparse.Namespace) -> ModelSpec:
 def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | None]:
     spec = resolve_model(args)
     wl = Workload(
-        mode=args.mode, batch=_int(args.batch, "--batch", 1), seq=_int(args.seq, "--seq", 1),
-        image=_image(args.image), grad_accum=_int(args.grad_accum, "--grad-accum", 1),
+        mode=args.mode,
+        batch=_int(args.batch, "--batch", 1),
+        seq=_int(args.seq, "--seq", 1),
+        image=_image(args.image),
+        grad_accum=_int(args.grad_accum, "--grad-accum", 1),
         context=None if args.context is None else _int(args.context, "--context", 1),
     )
     try:
@@ -178,13 +201,21 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         raise BudgetError("--overhead", f"--overhead must be auto or a size: {e}.") from None
     teacher = lookup_model(args.teacher, wl.image) if args.teacher else None
     setup = Setup(
-        precision=args.precision.lower(), optimizer=args.optimizer.lower().replace("-", ""),
-        checkpointing=args.checkpointing, flash_attention=args.flash_attention,
-        zero=_int(args.zero, "--zero"), dp=_int(args.dp, "--dp", 1), tp=_int(args.tp, "--tp", 1),
-        pp=_int(args.pp, "--pp", 1), sequence_parallel=args.sequence_parallel,
-        offload=args.offload, lora_rank=_int(args.lora, "--lora"),
-        sparsity=_float(args.sparsity, "--sparsity"), kv_precision=args.kv_precision,
-        overhead_bytes=overhead, teacher=teacher,
+        precision=args.precision.lower(),
+        optimizer=args.optimizer.lower().replace("-", ""),
+        checkpointing=args.checkpointing,
+        flash_attention=args.flash_attention,
+        zero=_int(args.zero, "--zero"),
+        dp=_int(args.dp, "--dp", 1),
+        tp=_int(args.tp, "--tp", 1),
+        pp=_int(args.pp, "--pp", 1),
+        sequence_parallel=args.sequence_parallel,
+        offload=args.offload,
+        lora_rank=_int(args.lora, "--lora"),
+        sparsity=_float(args.sparsity, "--sparsity"),
+        kv_precision=args.kv_precision,
+        overhead_bytes=overhead,
+        teacher=teacher,
     )
     if args.gpu and args.capacity:
         raise BudgetError("--capacity", "give --gpu or --capacity, not both.")
@@ -195,7 +226,9 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         try:
             capacity = parse_size(args.capacity)
         except UnitError as e:
-            raise BudgetError("--capacity", f"--capacity must be a size such as 24GiB: {e}.") from None
+            raise BudgetError(
+                "--capacity", f"--capacity must be a size such as 24GiB: {e}."
+            ) from None
         if capacity <= 0:
             raise BudgetError("--capacity", "--capacity must be more than 0 bytes.")
     return spec, wl, setup, capacity

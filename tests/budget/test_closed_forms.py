@@ -30,23 +30,45 @@ def test_one_billion_fp32_params_is_3_73_gib():
     assert format_bytes(e.breakdown.parameters, "si", digits=2) == "4.00 GB"
 
 
-@pytest.mark.parametrize(("precision", "optimizer", "total"), [
-    ("fp32", "adamw", 16), ("amp-bf16", "adamw", 16), ("mixed-bf16", "adamw", 16),
-    ("bf16", "adamw", 8), ("fp32", "sgd", 8), ("fp32", "momentum", 12), ("fp32", "lion", 12),
-    ("mixed-fp16", "sgd", 8), ("fp32", "adam8bit", 10 + 8 / 2048),
-])
+@pytest.mark.parametrize(
+    ("precision", "optimizer", "total"),
+    [
+        ("fp32", "adamw", 16),
+        ("amp-bf16", "adamw", 16),
+        ("mixed-bf16", "adamw", 16),
+        ("bf16", "adamw", 8),
+        ("fp32", "sgd", 8),
+        ("fp32", "momentum", 12),
+        ("fp32", "lion", 12),
+        ("mixed-fp16", "sgd", 8),
+        ("fp32", "adam8bit", 10 + 8 / 2048),
+    ],
+)
 def test_bytes_per_param(precision, optimizer, total):
-    assert training_bytes_per_param(get_precision(precision), get_optimizer(optimizer)) == \
-        pytest.approx(total)
+    assert training_bytes_per_param(
+        get_precision(precision), get_optimizer(optimizer)
+    ) == pytest.approx(total)
 
 
-@pytest.mark.parametrize(("name", "params"), [
-    ("gpt2", 124_439_808), ("llama-3.1-8b", 8_030_261_248), ("vit-b-16", 86_567_656),
-    ("t5-base", 222_903_552), ("resnet-18", 11_689_512), ("resnet-50", 25_557_032),
-    ("resnet-101", 44_549_160), ("vgg-16", 138_357_544), ("yolov5s", 7_235_389),
-    ("yolov5m", 21_190_557), ("yolov5l", 46_563_709), ("llama-2-7b", 6_738_415_616),
-    ("mistral-7b", 7_241_732_096), ("mixtral-8x7b", 46_702_792_704),
-])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("gpt2", 124_439_808),
+        ("llama-3.1-8b", 8_030_261_248),
+        ("vit-b-16", 86_567_656),
+        ("t5-base", 222_903_552),
+        ("resnet-18", 11_689_512),
+        ("resnet-50", 25_557_032),
+        ("resnet-101", 44_549_160),
+        ("vgg-16", 138_357_544),
+        ("yolov5s", 7_235_389),
+        ("yolov5m", 21_190_557),
+        ("yolov5l", 46_563_709),
+        ("llama-2-7b", 6_738_415_616),
+        ("mistral-7b", 7_241_732_096),
+        ("mixtral-8x7b", 46_702_792_704),
+    ],
+)
 def test_catalog_parameter_counts(name, params):
     assert lookup_model(name).params == params
 
@@ -57,8 +79,9 @@ PSI = 7_500_000_000
 @pytest.mark.parametrize(("zero", "gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_stages_match_the_paper(zero, gb):
     spec = spec_from_params(PSI)
-    setup = Setup(precision="mixed-fp16", optimizer="adam", zero=zero, dp=64,
-                  foreach_optimizer=False)
+    setup = Setup(
+        precision="mixed-fp16", optimizer="adam", zero=zero, dp=64, foreach_optimizer=False
+    )
     e = estimate(spec, Workload(), setup)
     b = e.breakdown
     states = b.parameters + b.gradients + b.optimizer_states
@@ -79,11 +102,13 @@ def _korthikanti(s, b, h, a, t=1, sp=False, selective=False):
 def test_korthikanti_per_layer(t, sp, selective):
     spec = TransformerSpec("gpt3", 96, 12288, 96, 51200, dropout=0.1)
     p = get_precision("bf16")
-    opt = ActivationOptions(tp=t, sequence_parallel=sp,
-                            checkpointing="selective" if selective else "none")
+    opt = ActivationOptions(
+        tp=t, sequence_parallel=sp, checkpointing="selective" if selective else "none"
+    )
     la = layer_activations(spec, p, opt, 1, 2048)
-    assert la.total(opt) == pytest.approx(_korthikanti(2048, 1, 12288, 96, t, sp and t > 1 or sp,
-                                                       selective))
+    assert la.total(opt) == pytest.approx(
+        _korthikanti(2048, 1, 12288, 96, t, (sp and t > 1) or sp, selective)
+    )
 
 
 def test_full_recompute_keeps_layer_input():
@@ -92,8 +117,12 @@ def test_full_recompute_keeps_layer_input():
     none = estimate(spec, Workload(batch=2, seq=512), Setup(precision="bf16"))
     la = layer_activations(spec, get_precision("bf16"), ActivationOptions(), 2, 512)
     assert full.breakdown.activations == pytest.approx(
-        none.breakdown.activations - 24 * la.total(ActivationOptions()) + 24 * 2 * 512 * 1024 * 2
-        + la.total(ActivationOptions()), rel=1e-9)
+        none.breakdown.activations
+        - 24 * la.total(ActivationOptions())
+        + 24 * 2 * 512 * 1024 * 2
+        + la.total(ActivationOptions()),
+        rel=1e-9,
+    )
 
 
 def test_flash_attention_removes_the_s_squared_term():
@@ -101,14 +130,19 @@ def test_flash_attention_removes_the_s_squared_term():
     wl = Workload(batch=4, seq=1024)
     eager = estimate(spec, wl, Setup(precision="bf16"))
     flash = estimate(spec, wl, Setup(precision="bf16", flash_attention=True))
-    assert eager.breakdown.activations - flash.breakdown.activations > 12 * 5 * 12 * 1024**2 * 4 * 0.9
+    assert (
+        eager.breakdown.activations - flash.breakdown.activations > 12 * 5 * 12 * 1024**2 * 4 * 0.9
+    )
 
 
-@pytest.mark.parametrize(("name", "gib_per_1k"), [("llama-3.1-8b", 0.125), ("llama-2-7b", 0.5),
-                                                  ("llama-3.1-70b", 0.3125)])
+@pytest.mark.parametrize(
+    ("name", "gib_per_1k"),
+    [("llama-3.1-8b", 0.125), ("llama-2-7b", 0.5), ("llama-3.1-70b", 0.3125)],
+)
 def test_gqa_kv_cache(name, gib_per_1k):
-    e = estimate(lookup_model(name), Workload(mode="infer", seq=1, context=1024),
-                 Setup(precision="bf16"))
+    e = estimate(
+        lookup_model(name), Workload(mode="infer", seq=1, context=1024), Setup(precision="bf16")
+    )
     assert e.breakdown.kv_cache / GIB == pytest.approx(gib_per_1k)
 
 
@@ -117,14 +151,21 @@ def test_kv_cache_tensor_parallel_and_fp8():
     wl = Workload(mode="infer", batch=4, seq=1, context=4096)
     base = estimate(spec, wl, Setup(precision="bf16")).breakdown.kv_cache
     assert estimate(spec, wl, Setup(precision="bf16", tp=2)).breakdown.kv_cache == base // 2
-    assert estimate(spec, wl, Setup(precision="bf16", kv_precision="fp8")).breakdown.kv_cache == \
-        base // 2
+    assert (
+        estimate(spec, wl, Setup(precision="bf16", kv_precision="fp8")).breakdown.kv_cache
+        == base // 2
+    )
 
 
 @pytest.mark.parametrize("capacity_gib", [24, 40, 80])
-@pytest.mark.parametrize(("name", "precision", "flash"), [
-    ("gpt2", "amp-bf16", False), ("llama-2-7b", "bf16", True), ("resnet-50", "fp32", False),
-])
+@pytest.mark.parametrize(
+    ("name", "precision", "flash"),
+    [
+        ("gpt2", "amp-bf16", False),
+        ("llama-2-7b", "bf16", True),
+        ("resnet-50", "fp32", False),
+    ],
+)
 def test_max_batch_is_the_largest_that_fits(capacity_gib, name, precision, flash):
     spec = lookup_model(name)
     cap = capacity_gib * GIB
@@ -132,7 +173,10 @@ def test_max_batch_is_the_largest_that_fits(capacity_gib, name, precision, flash
     e = estimate(spec, Workload(batch=1, seq=1024), setup)
     b = max_batch_size(e, cap)
     if b == 0:
-        assert e.total_bytes > cap or estimate(spec, Workload(batch=1, seq=1024), setup).total_bytes > cap
+        assert (
+            e.total_bytes > cap
+            or estimate(spec, Workload(batch=1, seq=1024), setup).total_bytes > cap
+        )
         return
     assert estimate(spec, Workload(batch=b, seq=1024), setup).total_bytes <= cap
     assert estimate(spec, Workload(batch=b + 1, seq=1024), setup).total_bytes > cap

@@ -24,13 +24,20 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_json_schema(capsys):
-    code, out, _ = run(capsys, "--model", "gpt2", "--batch", "8", "--seq", "1024", "--gpu",
-                       "A100-40GB", "--json")
+    code, out, _ = run(
+        capsys, "--model", "gpt2", "--batch", "8", "--seq", "1024", "--gpu", "A100-40GB", "--json"
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["schema"] == "gpuwatch.estimate/1"
-    assert set(doc["breakdown_bytes"]) == {"parameters", "gradients", "optimizer_states",
-                                           "activations", "kv_cache", "framework_overhead"}
+    assert set(doc["breakdown_bytes"]) == {
+        "parameters",
+        "gradients",
+        "optimizer_states",
+        "activations",
+        "kv_cache",
+        "framework_overhead",
+    }
     assert all(isinstance(v, int) for v in doc["breakdown_bytes"].values())
     assert doc["total_bytes"] == sum(doc["breakdown_bytes"].values()) - doc["overlap_bytes"]
     assert doc["capacity_bytes"] == 40 * 1024**3
@@ -46,35 +53,54 @@ def test_missing_values_are_null(capsys):
 
 
 def test_table_shows_units_and_fit(capsys):
-    code, out, _ = run(capsys, "--model", "resnet-50", "--image", "224x224", "--batch", "64",
-                       "--fit", "--precision", "fp32")
+    code, out, _ = run(
+        capsys,
+        "--model",
+        "resnet-50",
+        "--image",
+        "224x224",
+        "--batch",
+        "64",
+        "--fit",
+        "--precision",
+        "fp32",
+    )
     assert code == 0
     assert "GiB" in out and "H100-80GB" in out and "total" in out
 
 
 def test_config_json(tmp_path, capsys):
-    cfg = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
-           "vocab_size": 128256}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     doc = json.loads(run(capsys, "--config", str(path), "--json", "--mode", "infer")[1])
     assert doc["inputs"]["params"] == 8_030_261_248
 
 
-@pytest.mark.parametrize(("argv", "names"), [
-    (["--model", "nope"], "unknown model"),
-    (["--layers", "12", "--hidden", "770", "--heads", "12"], "do not divide"),
-    (["--model", "gpt2", "--batch=-4"], "--batch"),
-    (["--params=-7B"], "--params"),
-    (["--model", "gpt2", "--capacity", "lots"], "--capacity"),
-    (["--model", "gpt2", "--precision", "fp8"], "precision"),
-    (["--model", "gpt2", "--zero", "5"], "ZeRO"),
-    (["--model", "gpt2", "--gpu", "Z9000"], "unknown GPU"),
-    (["--model", "llama-2-7b", "--precision", "int4"], "LoRA"),
-    (["--model", "gpt2", "--sparsity", "1.5"], "sparsity"),
-    (["--config", "/nonexistent/config.json"], "cannot read"),
-])
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [
+        (["--model", "nope"], "unknown model"),
+        (["--layers", "12", "--hidden", "770", "--heads", "12"], "do not divide"),
+        (["--model", "gpt2", "--batch=-4"], "--batch"),
+        (["--params=-7B"], "--params"),
+        (["--model", "gpt2", "--capacity", "lots"], "--capacity"),
+        (["--model", "gpt2", "--precision", "fp8"], "precision"),
+        (["--model", "gpt2", "--zero", "5"], "ZeRO"),
+        (["--model", "gpt2", "--gpu", "Z9000"], "unknown GPU"),
+        (["--model", "llama-2-7b", "--precision", "int4"], "LoRA"),
+        (["--model", "gpt2", "--sparsity", "1.5"], "sparsity"),
+        (["--config", "/nonexistent/config.json"], "cannot read"),
+    ],
+)
 def test_bad_input_exits_2_with_one_sentence(capsys, argv, names):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
@@ -89,8 +115,18 @@ def test_malformed_config(tmp_path, capsys, text):
     assert code == 2 and "config" in err and err.count("\n") == 1
 
 
-ALLOWED = {"__future__", "dataclasses", "typing", "math", "re", "functools", "numpy",
-           "collections", "enum", "itertools"}
+ALLOWED = {
+    "__future__",
+    "dataclasses",
+    "typing",
+    "math",
+    "re",
+    "functools",
+    "numpy",
+    "collections",
+    "enum",
+    "itertools",
+}
 
 
 @pytest.mark.parametrize("path", sorted(BUDGET.glob("*.py")), ids=lambda p: p.name)
