@@ -72,21 +72,48 @@ def test_unknown_per_process_memory_is_none(open_sim):
     assert p.used_bytes is None
 
 
-def test_max_uint64_per_process_memory_is_unknown(open_sim):
-    backend = open_sim()
-    lib = backend._lib
-    original = lib.nvmlDeviceGetComputeRunningProcesses
+def _patched_backend(patch) -> NvmlBackend:
+    """A backend over a simulated NVML whose calls ``patch(lib)`` has replaced."""
+    from gpuwatch.telemetry.clock import SteppedClock
+    from gpuwatch.telemetry.sim.host import ScenarioHost
+    from gpuwatch.telemetry.sim.library import SimulatedNvml
 
-    def wddm(handle):
-        out = original(handle)
-        for p in out:
-            p.usedGpuMemory = 2**64 - 1
-        return out
+    clock = SteppedClock()
+    lib = SimulatedNvml(make_scenario(), clock)
+    patch(lib)
+    return NvmlBackend(lib, ScenarioHost(lib, clock), clock, pcie_thread=False).open()
 
-    lib.nvmlDeviceGetComputeRunningProcesses = wddm
-    backend._compute_fn = wddm
+
+def test_max_uint64_per_process_memory_is_unknown():
+    def patch(lib):
+        original = lib.nvmlDeviceGetComputeRunningProcesses
+
+        def wddm(handle):
+            out = original(handle)
+            for p in out:
+                p.usedGpuMemory = 2**64 - 1
+            return out
+
+        lib.nvmlDeviceGetComputeRunningProcesses = wddm
+
+    backend = _patched_backend(patch)
     (p,) = backend.sample().gpus[0].processes
+    backend.close()
     assert p.used_bytes is None
+
+
+def test_drivers_without_the_v3_process_call_fall_back_to_v2():
+    def patch(lib):
+        def v3_missing(handle):
+            raise pynvml.NVMLLibraryMismatchError("Unversioned function called")
+
+        lib.nvmlDeviceGetComputeRunningProcesses = v3_missing
+
+    backend = _patched_backend(patch)
+    first = backend.sample().gpus[0].processes
+    second = backend.sample().gpus[0].processes
+    backend.close()
+    assert [p.pid for p in first] == [p.pid for p in second] == [1001]
 
 
 def test_a_process_in_both_lists_appears_once(open_sim):
@@ -231,7 +258,6 @@ def test_pcie_runs_on_its_own_thread_and_never_in_the_sample(open_sim):
     import time
 
     from gpuwatch.telemetry.clock import SteppedClock
-    from gpuwatch.telemetry.nvml import NvmlBackend
     from gpuwatch.telemetry.sim.host import ScenarioHost
     from gpuwatch.telemetry.sim.library import SimulatedNvml
 

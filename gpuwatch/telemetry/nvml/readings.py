@@ -1,0 +1,156 @@
+"""Readings of one GPU through NVML: memory, PCIe, NVLink and the process lists.
+
+Each function takes the NVML module and a :class:`Device` (the GPU's handle and what
+was learnt about it) and raises :class:`GpuLost` when the GPU stops answering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml
+
+from gpuwatch.core.snapshot import MemoryInfo
+from gpuwatch.telemetry.nvml.translate import EMPTY_MEMORY, LOST_CODES, GpuLost, optional
+from gpuwatch.telemetry.pcie import PcieReading
+
+_NO_V2 = frozenset({pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_NOT_SUPPORTED,
+                    pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH})
+_UNKNOWN_MEMORY = 2**64 - 1          # NVML_VALUE_NOT_AVAILABLE for per-process memory
+_ALL_LINKS = 0xFFFFFFFF              # NVLink throughput fields: this scope sums every link
+_NVLINK_TX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+_NVLINK_RX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+NVLINK_ALL_LINKS = [(_NVLINK_TX, _ALL_LINKS), (_NVLINK_RX, _ALL_LINKS)]
+
+
+@dataclass(slots=True)
+class Device:
+    """One GPU as the backend knows it; ``handle`` is None while the GPU is lost."""
+
+    index: int
+    handle: Any = None
+    name: str | None = None
+    uuid: str | None = None
+    peak_bandwidth_bytes_per_s: float | None = None
+    power_limit_w: float | None = None
+    mig_enabled: bool | None = None
+    memory_v2: bool = True
+    nvlink_links: int = 0
+    nvlink_fields: list = field(default_factory=lambda: NVLINK_ALL_LINKS)
+    nvlink_last: tuple[float, float, float] | None = None   # (elapsed s, tx KiB, rx KiB)
+    lost_reason: str | None = None
+    retry_at_s: float = 0.0
+
+
+def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
+    """Memory info (v2 with reserved; v1 on older drivers) and an error text, if any."""
+    h = dev.handle
+    if dev.memory_v2:
+        try:
+            m = lib.nvmlDeviceGetMemoryInfo(h, version=lib.nvmlMemory_v2)
+            return MemoryInfo(m.total or None, m.used, m.free, m.reserved), None
+        except pynvml.NVMLError as exc:
+            if exc.value in LOST_CODES:
+                raise GpuLost(str(exc)) from None
+            if exc.value not in _NO_V2:
+                return EMPTY_MEMORY, f"memory could not be read: {exc}"
+    try:
+        m = lib.nvmlDeviceGetMemoryInfo(h)
+    except pynvml.NVMLError as exc:
+        if exc.value in LOST_CODES:
+            raise GpuLost(str(exc)) from None
+        if exc.value == pynvml.NVML_ERROR_NOT_SUPPORTED:   # unified memory (Grace, GB10)
+            return EMPTY_MEMORY, None
+        return EMPTY_MEMORY, f"memory could not be read: {exc}"
+    dev.memory_v2 = False   # v2 failed where v1 works: an older driver (reserved in used)
+    return MemoryInfo(m.total or None, m.used, m.free, None), None
+
+
+def read_pcie(lib: Any, dev: Device) -> PcieReading | None:
+    """PCIe rates in bytes/s. Each NVML call here blocks ~20 ms on real hardware."""
+    h = dev.handle
+    if h is None:
+        return None
+    tx = optional(lib.nvmlDeviceGetPcieThroughput, h, lib.NVML_PCIE_UTIL_TX_BYTES)
+    rx = optional(lib.nvmlDeviceGetPcieThroughput, h, lib.NVML_PCIE_UTIL_RX_BYTES)
+    return PcieReading(tx * 1024.0 if tx is not None else None,
+                       rx * 1024.0 if rx is not None else None)
+
+
+def nvlink_count(lib: Any, handle: Any) -> int:
+    values = optional(lib.nvmlDeviceGetFieldValues, handle,
+                      [lib.NVML_FI_DEV_NVLINK_LINK_COUNT])
+    if not values or values[0].nvmlReturn != pynvml.NVML_SUCCESS:
+        return 0
+    return int(values[0].value.ullVal)
+
+
+def read_nvlink(lib: Any, dev: Device, now_s: float) -> tuple[float | None, float | None]:
+    """NVLink data rates (tx, rx) from the cumulative KiB counters, summed over all links."""
+    if not dev.nvlink_links:
+        return None, None
+    fields = dev.nvlink_fields
+    values = optional(lib.nvmlDeviceGetFieldValues, dev.handle, fields)
+    if values is None:
+        return None, None
+    n = len(fields) // 2
+    totals = [0, 0]
+    answered = False
+    for i, v in enumerate(values):
+        if v.nvmlReturn == pynvml.NVML_SUCCESS:
+            totals[i >= n] += v.value.ullVal
+            answered = True
+    if not answered:
+        if fields is NVLINK_ALL_LINKS:    # an older driver without the aggregate scope
+            links = range(dev.nvlink_links)
+            dev.nvlink_fields = [(_NVLINK_TX, k) for k in links] + [(_NVLINK_RX, k) for k in links]
+            return read_nvlink(lib, dev, now_s)
+        return None, None
+    tx, rx = totals
+    last, dev.nvlink_last = dev.nvlink_last, (now_s, float(tx), float(rx))
+    if last is None or now_s <= last[0]:
+        return None, None          # a rate needs two readings
+    dt = now_s - last[0]
+    return max(0.0, (tx - last[1]) * 1024 / dt), max(0.0, (rx - last[2]) * 1024 / dt)
+
+
+class ProcessLists:
+    """NVML's compute and graphics process lists, merged per pid.
+
+    The bindings call the ``_v3`` functions by default; on a driver that predates them
+    they raise NVMLLibraryMismatchError, and the ``_v2`` calls are used from then on.
+    """
+
+    def __init__(self, lib: Any):
+        self._lib = lib
+        self._calls = {"compute": lib.nvmlDeviceGetComputeRunningProcesses,
+                       "graphics": lib.nvmlDeviceGetGraphicsRunningProcesses}
+
+    def read(self, handle: Any) -> dict[int, tuple[int | None, str]]:
+        """pid -> (used bytes or None, kind)."""
+        merged: dict[int, tuple[int | None, str]] = {}
+        for kind in ("compute", "graphics"):
+            for p in self._list(kind, handle) or ():
+                used = p.usedGpuMemory
+                if used is not None and used >= _UNKNOWN_MEMORY:
+                    used = None
+                seen = merged.get(p.pid)
+                if seen is None:
+                    merged[p.pid] = (used, kind)
+                else:  # in both lists: the same memory, reported twice
+                    known = [u for u in (seen[0], used) if u is not None]
+                    merged[p.pid] = (max(known) if known else None, "compute+graphics")
+        return merged
+
+    def _list(self, kind: str, handle: Any) -> list | None:
+        try:
+            return self._calls[kind](handle)
+        except pynvml.NVMLLibraryMismatchError:
+            fallback = getattr(self._lib, f"nvmlDeviceGet{kind.title()}RunningProcesses_v2")
+            self._calls[kind] = fallback
+            return optional(fallback, handle)
+        except pynvml.NVMLError as exc:
+            if exc.value in LOST_CODES:
+                raise GpuLost(str(exc)) from None
+            return None
