@@ -86,7 +86,7 @@ def format_snapshot(s: Snapshot, width: int = 100) -> str:
         if not g.processes:
             lines.append("  no processes")
             continue
-        lines.append(f"  {'PID':>7}  {'USER':<10} {'GPU MEMORY':>10}  {'RUNNING':>9}  COMMAND")
+        lines.append(f"  {'PID':>7}  {'USER':<10} {'GPU MEMORY':>10}  {'RUNNING':>11}  COMMAND")
         for p in g.processes:
             running = format_duration(s.timestamp_s - p.started_at_s) if p.started_at_s else ""
             command = shlex.join(p.cmdline) if p.cmdline else (p.name or "(not visible)")
@@ -94,7 +94,7 @@ def format_snapshot(s: Snapshot, width: int = 100) -> str:
                 command = f"[{p.container}] {command}"
             lines.append("  " + _truncate(
                 f"{p.pid:>7}  {(p.user or '?')[:10]:<10} {format_bytes(p.used_bytes):>10}  "
-                f"{running:>9}  {command}", width - 2))
+                f"{running:>11}  {command}", width - 2))
     return "\n".join(lines)
 
 
