@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from gpuwatch.budget.estimator import Estimate, estimate
@@ -20,36 +19,48 @@ class GpuFit:
 
 
 def min_gpus_zero3(
-    spec: ModelSpec, est: Estimate, capacity_bytes: int, limit: int = 4096
+    spec: ModelSpec,
+    est: Estimate,
+    capacity_bytes: int,
+    limit: int = 4096,
+    totals: dict[int, int] | None = None,
 ) -> int | None:
-    """The fewest data-parallel GPUs that fit under ZeRO-3, solved from the sharded terms.
+    """The fewest data-parallel GPUs that fit under ZeRO-3 (None: not even ``limit``).
 
-    Per GPU: ``unsharded + sharded / N``; both terms come from two evaluations.
+    The per-GPU peak falls monotonically with N (the sharded terms shrink, the rest
+    stays), so a bisection over N needs about log2(limit) estimates; ``totals``
+    caches them across GPUs.
     """
     if est.workload.mode != "train":
         setup = replace(est.setup, dp=1, zero=0)
         return 1 if estimate(spec, est.workload, setup).total_bytes <= capacity_bytes else None
-    one = estimate(spec, est.workload, replace(est.setup, dp=1, zero=3)).total_bytes
-    two = estimate(spec, est.workload, replace(est.setup, dp=2, zero=3)).total_bytes
-    sharded = 2 * (one - two)
-    unsharded = one - sharded
-    if unsharded >= capacity_bytes:
+    cache = {} if totals is None else totals
+
+    def total(n: int) -> int:
+        if n not in cache:
+            setup = replace(est.setup, dp=n, zero=3)
+            cache[n] = estimate(spec, est.workload, setup).total_bytes
+        return cache[n]
+
+    if total(limit) > capacity_bytes:
         return None
-    n = max(1, math.ceil(sharded / (capacity_bytes - unsharded)))
-    while n <= limit:  # integer rounding in the estimate can need one more
-        if (
-            estimate(spec, est.workload, replace(est.setup, dp=n, zero=3)).total_bytes
-            <= capacity_bytes
-        ):
-            return n
-        n += 1
-    return None
+    lo, hi = 1, limit  # invariant: total(hi) fits
+    if total(lo) <= capacity_bytes:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if total(mid) <= capacity_bytes:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def fit_table(spec: ModelSpec, est: Estimate) -> tuple[GpuFit, ...]:
     from gpuwatch.budget.solver import max_batch_size
 
     rows = []
+    totals: dict[int, int] = {}
     for gpu in GPUS:
         rows.append(
             GpuFit(
@@ -57,7 +68,7 @@ def fit_table(spec: ModelSpec, est: Estimate) -> tuple[GpuFit, ...]:
                 est.total_bytes <= gpu.memory_bytes,
                 gpu.memory_bytes - est.total_bytes,
                 max_batch_size(est, gpu.memory_bytes),
-                min_gpus_zero3(spec, est, gpu.memory_bytes),
+                min_gpus_zero3(spec, est, gpu.memory_bytes, totals=totals),
             )
         )
     return tuple(rows)

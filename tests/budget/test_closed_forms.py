@@ -214,3 +214,36 @@ def test_sparsity_index_overhead():
     dense = estimate(spec, Workload(mode="infer"), Setup(precision="bf16"))
     sparse = estimate(spec, Workload(mode="infer"), Setup(precision="bf16", sparsity=0.5))
     assert 0.55 < sparse.breakdown.parameters / dense.breakdown.parameters < 0.62
+
+
+def test_min_gpus_zero3_is_the_fewest():
+    from gpuwatch.budget import min_gpus_zero3
+
+    spec = lookup_model("llama-3.1-8b")
+    e = estimate(
+        spec,
+        Workload(batch=1, seq=2048),
+        Setup(precision="mixed-bf16", flash_attention=True, checkpointing="full"),
+    )
+    cap = 24 * GIB
+    n = min_gpus_zero3(spec, e, cap)
+    assert n and n > 1
+    wl = Workload(batch=1, seq=2048)
+    assert (
+        estimate(
+            spec,
+            wl,
+            Setup(precision="mixed-bf16", flash_attention=True, checkpointing="full", zero=3, dp=n),
+        ).total_bytes
+        <= cap
+    )
+    assert (
+        estimate(
+            spec,
+            wl,
+            Setup(
+                precision="mixed-bf16", flash_attention=True, checkpointing="full", zero=3, dp=n - 1
+            ),
+        ).total_bytes
+        > cap
+    )
