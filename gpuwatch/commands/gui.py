@@ -1,0 +1,39 @@
+"""`gpuwatch gui` (also plain `gpuwatch`): the desktop window.
+
+Qt is imported only inside :func:`run_gui`, so the other subcommands start without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuwatch.commands import options
+
+
+def add_gui_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gui", help="open the desktop window (the default)",
+        description="Open the window: live GPUs and processes, time plots, the memory "
+                    "budget and its overlay. Without an NVIDIA driver it shows simulated "
+                    "GPUs and says so.")
+    options.add_demo(p)
+    options.add_sampling(p)
+    p.set_defaults(interval=None)
+    p.add_argument("--screenshot", metavar="PNG",
+                   help="render the window to PNG and exit (works without a display)")
+    p.add_argument("--screenshot-after", type=options.seconds, metavar="S",
+                   help="sample for S seconds before the screenshot (default 3 on real GPUs; "
+                        "on simulated GPUs, S virtual seconds of history, default 600)")
+    p.add_argument("--theme", choices=("system", "light", "dark"),
+                   help="the colour theme for this run (default: the saved setting)")
+    p.add_argument("--tray", action="store_true", help=argparse.SUPPRESS)  # reserved
+    p.set_defaults(func=run_gui)
+
+
+def run_gui(args: argparse.Namespace) -> int:
+    from gpuwatch.ui import LaunchOptions, launch
+
+    return launch(LaunchOptions(
+        demo=args.demo, interval_s=args.interval, time_scale=args.time_scale,
+        screenshot=args.screenshot, screenshot_after_s=args.screenshot_after,
+        theme=args.theme))

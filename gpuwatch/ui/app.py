@@ -1,0 +1,154 @@
+"""Starting the window: pick the telemetry source, run the sampler, wire it to the GUI.
+
+Without ``--demo`` the real NVML is tried first; when it is unavailable the window opens
+on the simulated ``workstation`` scenario with a banner that says why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QApplication
+
+from gpuwatch.core.snapshot import BackendKind
+from gpuwatch.telemetry.errors import NvmlUnavailableError
+from gpuwatch.telemetry.nvml import NvmlBackend
+from gpuwatch.telemetry.sampler import Sampler
+from gpuwatch.telemetry.source import SourceOptions, open_backend
+from gpuwatch.ui.bridge import SnapshotBridge
+from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.settings import Preferences, Settings
+
+FALLBACK_SCENARIO = "workstation"
+
+
+@dataclass
+class LaunchOptions:
+    demo: str | None = None              # None: real NVML (falling back to the demo)
+    interval_s: float | None = None      # None: the saved preference
+    time_scale: float | str = 1.0
+    screenshot: str | None = None        # render to this PNG and exit
+    screenshot_after_s: float | None = None
+    theme: str | None = None             # overrides the saved theme for this run
+    settings_path: str | None = None     # an ini file instead of the user's settings
+
+
+def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
+    """(backend, banner text, fell back?) — raises ScenarioError for a bad --demo."""
+    if opts.demo is None:
+        try:
+            return open_backend(SourceOptions()), None, False
+        except NvmlUnavailableError as exc:
+            backend = open_backend(SourceOptions(demo=FALLBACK_SCENARIO, loop=True,
+                                                 time_scale=opts.time_scale))
+            reason = exc.reason.rstrip(".")
+            return backend, (f"<b>Simulated GPUs</b> — no NVIDIA driver found ({reason}), so "
+                             f"this is the '{FALLBACK_SCENARIO}' demo scenario, not your "
+                             "hardware."), True
+    backend = open_backend(SourceOptions(demo=opts.demo, loop=True, time_scale=opts.time_scale))
+    return backend, (f"<b>Simulated GPUs</b> — scenario '{backend.info.scenario}' "
+                     "(demo mode), not real hardware."), False
+
+
+class SamplingSession(QObject):
+    """Owns the sampler thread; restarts it when the interval changes, stops it on close."""
+
+    def __init__(self, backend: NvmlBackend, window: MainWindow, interval_s: float):
+        super().__init__(window)
+        self.backend = backend
+        self.window = window
+        self.interval_s = interval_s
+        self.bridge = SnapshotBridge(self)
+        self.bridge.snapshots.connect(window.on_snapshots, Qt.ConnectionType.QueuedConnection)
+        self.bridge.failed.connect(self._failed, Qt.ConnectionType.QueuedConnection)
+        self.bridge.finished.connect(self._finished, Qt.ConnectionType.QueuedConnection)
+        window.preferences_changed.connect(self._preferences)
+        window.closing.connect(self.stop)
+        self.sampler: Sampler | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        self._stopping = False
+        self.sampler = Sampler(self.backend, self.interval_s, self.bridge.push,
+                               self.bridge.error, on_finished=self.bridge.done).start()
+        self.window.set_sampling_state("● Sampling")
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler = None
+
+    def _preferences(self, prefs: Preferences) -> None:
+        if abs(prefs.interval_s - self.interval_s) > 1e-9:
+            self.interval_s = prefs.interval_s
+            self.stop()
+            self.start()
+
+    def _failed(self, message: str) -> None:
+        self.window.statusBar().showMessage(f"A sample failed: {message}", 5000)
+
+    def _finished(self) -> None:
+        if not self._stopping:
+            self.window.set_sampling_state("Sampling stopped")
+
+
+def _ensure_platform(screenshot: bool) -> None:
+    no_display = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if screenshot and no_display:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def application() -> QApplication:
+    app = QApplication.instance()
+    if isinstance(app, QApplication):
+        return app
+    app = QApplication(sys.argv[:1])
+    app.setApplicationName("gpuwatch")
+    app.setOrganizationName("gpuwatch")
+    app.setDesktopFileName("gpuwatch")
+    return app
+
+
+def launch(opts: LaunchOptions) -> int:
+    _ensure_platform(bool(opts.screenshot))
+    if opts.screenshot:
+        from gpuwatch.ui.screenshot import take_screenshot
+
+        return take_screenshot(opts)
+    backend, banner, fallback = open_source(opts)
+    app = application()
+    settings = Settings(opts.settings_path)
+    if opts.theme:
+        prefs = settings.preferences()
+        prefs.theme = opts.theme
+        settings.set_preferences(prefs)
+    window = MainWindow(settings, banner, fallback)
+    interval = opts.interval_s or window.prefs.interval_s
+    if opts.interval_s:
+        window.prefs.interval_s = opts.interval_s
+    window._update_status()
+    session = SamplingSession(backend, window, interval)
+    session.start()
+    window.show()
+    try:
+        return app.exec()
+    finally:
+        session.stop()
+        backend.close()
+
+
+def scratch_settings() -> Settings:
+    """Settings in a fresh temporary file: screenshots and tests never see the user's."""
+    handle, path = tempfile.mkstemp(prefix="gpuwatch-", suffix=".ini")
+    os.close(handle)
+    os.unlink(path)
+    return Settings(path)
+
+
+def is_simulated(backend: NvmlBackend) -> bool:
+    return backend.info.kind is BackendKind.SIMULATED

@@ -1,0 +1,265 @@
+"""One GPU at a glance: memory bar by process, used/free, busy vs bandwidth, PCIe, heat, power.
+
+Labels are only touched when their text changes, so a card whose numbers are steady
+costs almost nothing per sample. A lost GPU keeps its last known name and greys out
+with the reason, and comes back to life by itself when the GPU does.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
+from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
+from gpuwatch.ui import theme
+from gpuwatch.ui.memory_bar import MemoryBar, Segment
+from gpuwatch.ui.overlay import Overlay
+from gpuwatch.ui.settings import Thresholds
+
+LEGEND_PROCESSES = 3
+
+
+class _Label(QLabel):
+    """A label that ignores setting the text it already shows."""
+
+    def set(self, text: str, tooltip: str | None = None) -> None:
+        if text != self.text():
+            self.setText(text)
+        if tooltip is not None and tooltip != self.toolTip():
+            self.setToolTip(tooltip)
+
+
+class GpuCard(QFrame):
+    def __init__(self, index: int, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.index = index
+        self.setObjectName("gpuCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self._name = f"GPU {index}"
+        self._order: dict[int, int] = {}      # pid -> first-seen rank, so segments don't jump
+        self.state = GpuState.OK
+        self.height_changed = False   # the budget line came or went: the view may re-fit
+        self._total_bytes: int | None = None
+
+        self.title = _Label()
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.badge = _Label()
+        self.badge.setObjectName("badge")
+        self.vitals = _Label()
+        self.vitals.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.bar = MemoryBar()
+        self.used = _Label()
+        self.used.setObjectName("used")
+        self.free = _Label()
+        self.free.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.legend = _Label()
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.busy = _Label()
+        self.bandwidth = _Label()
+        self.util = _Label()
+        self.pcie = _Label()
+        self.budget = _Label()
+        self.budget.setTextFormat(Qt.TextFormat.RichText)
+        self.budget.setWordWrap(True)
+        self.budget.hide()
+        for label in (self.busy, self.bandwidth, self.util, self.pcie, self.legend, self.free):
+            label.setProperty("muted", True)
+
+        top = QHBoxLayout()
+        top.setSpacing(8)
+        top.addWidget(self.title, 1)
+        top.addWidget(self.badge)
+        top.addWidget(self.vitals)
+        usage = QHBoxLayout()
+        usage.addWidget(self.used, 1)
+        usage.addWidget(self.free)
+        metrics = QGridLayout()
+        metrics.setHorizontalSpacing(16)
+        metrics.setVerticalSpacing(2)
+        metrics.addWidget(self.busy, 0, 0)
+        metrics.addWidget(self.bandwidth, 0, 1)
+        metrics.addWidget(self.util, 1, 0)
+        metrics.addWidget(self.pcie, 1, 1)
+        metrics.setColumnStretch(0, 1)
+        metrics.setColumnStretch(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        layout.setSpacing(5)
+        layout.addLayout(top)
+        layout.addWidget(self.bar)
+        layout.addLayout(usage)
+        layout.addWidget(self.legend)
+        layout.addLayout(metrics)
+        layout.addWidget(self.budget)
+        layout.addStretch(1)
+        self.badge.hide()
+
+    # ------------------------------------------------------------------------------
+    def update_sample(self, g: GpuSample, units: UnitSystem, thresholds: Thresholds,
+                      overlay: Overlay | None = None) -> None:
+        if g.name:
+            self._name = g.name.removeprefix("NVIDIA ")
+        self.title.set(f"<b>GPU {g.index}</b>&nbsp; {html.escape(self._name)}",
+                       g.uuid or None)
+        self._set_state(g)
+        if g.state is not GpuState.OK and g.memory.total_bytes is None:
+            self._show_lost(g)
+            return
+        self._show_memory(g, units, thresholds, overlay)
+        self._show_metrics(g, thresholds)
+
+    def _set_state(self, g: GpuSample) -> None:
+        greyed = g.state is not GpuState.OK
+        if greyed != (self.state is not GpuState.OK):
+            self.setProperty("lost", greyed)
+            self.style().unpolish(self)
+            self.style().polish(self)
+        self.state = g.state
+        if greyed:
+            word = "LOST" if g.state is GpuState.LOST else "ERROR"
+            self.badge.set(word, g.error or "")
+            self.badge.show()
+        else:
+            self.badge.hide()
+
+    def _show_lost(self, g: GpuSample) -> None:
+        reason = g.error or "no reason given by the driver"
+        self.bar.set_data(1.0, [], greyed=True)
+        self.bar.set_overlay(0, None, "iec")
+        self.used.set("No data — " + ("GPU lost" if g.state is GpuState.LOST else "read failed"))
+        self.free.set("")
+        self.legend.set(html.escape(reason))
+        for label in (self.busy, self.bandwidth, self.util, self.pcie):
+            label.set("")
+        self.vitals.set("")
+        self.budget.hide()
+
+    def _show_memory(self, g: GpuSample, units: UnitSystem, thresholds: Thresholds,
+                     overlay: Overlay | None) -> None:
+        c = theme.colors()
+        m = g.memory
+        total = float(m.total_bytes or 0)
+        self._total_bytes = m.total_bytes
+        procs = sorted(g.processes, key=self._rank)
+        segments: list[Segment] = []
+        listed = 0
+        overlay_start = 0.0
+        for p in procs:
+            size = p.used_bytes or 0
+            if overlay is not None and p.pid == overlay.pid:
+                overlay_start = float(listed)
+            listed += size
+            segments.append(Segment(size, theme.process_color(p.pid),
+                                    f"{_proc_name(p)} (pid {p.pid}): {format_bytes(size, units)}"))
+        other = max(0, (m.used_bytes or 0) - listed)
+        if other:
+            segments.append(Segment(other, QColor(c.other),
+                                    f"Other (driver, context and unlisted processes): "
+                                    f"{format_bytes(other, units)}"))
+        if m.reserved_bytes:
+            segments.append(Segment(m.reserved_bytes, QColor(c.reserved),
+                                    "Reserved by the driver: "
+                                    f"{format_bytes(m.reserved_bytes, units)}",
+                                    Qt.BrushStyle.Dense4Pattern))
+        self.bar.set_data(total, segments)
+        self.bar.set_overlay(overlay_start, overlay, units)
+
+        frac = m.used_fraction
+        pct = None if frac is None else 100 * frac
+        color = c.text
+        if pct is not None and pct >= thresholds.memory_critical_percent:
+            color = c.critical
+        elif pct is not None and pct >= thresholds.memory_warning_percent:
+            color = c.warning
+        used = _in_unit_of(m.used_bytes, m.total_bytes, units)
+        self.used.set(f"<span style='color:{color}'><b>{used}</b> / "
+                      f"{format_bytes(m.total_bytes, units)} used</span>"
+                      f"<span style='color:{c.muted}'>&nbsp; {format_percent(pct)}</span>")
+        self.free.set(f"{format_bytes(m.free_bytes, units)} free")
+
+        parts = []
+        for p in sorted(procs, key=lambda p: -(p.used_bytes or 0))[:LEGEND_PROCESSES]:
+            swatch = theme.process_color(p.pid).name()
+            parts.append(f"<span style='color:{swatch}'>■</span> {html.escape(_proc_name(p))}"
+                         f" <span style='color:{c.muted}'>{format_bytes(p.used_bytes, units)}"
+                         "</span>")
+        more = len(procs) - LEGEND_PROCESSES
+        if more > 0:
+            parts.append(f"<span style='color:{c.muted}'>+{more} more</span>")
+        if not procs:
+            parts.append(f"<span style='color:{c.muted}'>No processes</span>")
+        self.legend.set("&nbsp;&nbsp; ".join(parts))
+        self._show_budget(overlay, units)
+
+    def _show_budget(self, overlay: Overlay | None, units: UnitSystem) -> None:
+        if (overlay is None) != self.budget.isHidden():
+            self.height_changed = True
+        if overlay is None:
+            self.budget.hide()
+            return
+        c = theme.colors()
+        pred = overlay.prediction
+        text = (f"<b>Budget</b> pid {overlay.pid} · {html.escape(pred.label)}: predicted "
+                f"<b>{format_bytes(pred.total_bytes, units)}</b>, measured "
+                f"{format_bytes(overlay.measured_bytes, units)}")
+        capacity = self._total_bytes
+        if capacity and pred.total_bytes > capacity:
+            text += (f", <span style='color:{c.critical}'><b>more than this GPU's "
+                     f"{format_bytes(capacity, units)}</b></span>")
+        elif overlay.unexplained_bytes:
+            text += (f", <span style='color:{theme.UNEXPLAINED_COLOR}'><b>unexplained "
+                     f"{format_bytes(overlay.unexplained_bytes, units)}</b></span>")
+        elif overlay.headroom_bytes:
+            text += f", <span style='color:{c.ok}'>below its peak by " \
+                    f"{format_bytes(overlay.headroom_bytes, units)}</span>"
+        self.budget.set(text)
+        self.budget.show()
+
+    def _show_metrics(self, g: GpuSample, thresholds: Thresholds) -> None:
+        c = theme.colors()
+        self.busy.set(f"Memory busy {format_percent(g.memory_busy_percent)} of time",
+                      "Share of the last sample period in which device memory was being read "
+                      "or written (NVML utilization.memory). It is not how full memory is.")
+        peak = format_rate(g.peak_bandwidth_bytes_per_s)
+        self.bandwidth.set(f"≈ {format_rate(g.estimated_bandwidth_bytes_per_s)} est. "
+                           f"of {peak}",
+                           "Estimated DRAM bandwidth: memory busy % × the peak bandwidth from "
+                           "bus width and memory clock. An estimate, not a counter.")
+        self.util.set(f"GPU busy {format_percent(g.gpu_util_percent)}",
+                      "Share of time a kernel was running (NVML utilization.gpu)")
+        self.pcie.set(f"PCIe ↓ {format_rate(g.pcie_rx_bytes_per_s)}  "
+                      f"↑ {format_rate(g.pcie_tx_bytes_per_s)}",
+                      "PCIe receive (↓ host to GPU) and transmit (↑ GPU to host)")
+        temp = "n/a °C" if g.temperature_c is None else f"{g.temperature_c:.0f} °C"
+        if g.temperature_c is not None and g.temperature_c >= thresholds.temperature_warning_c:
+            temp = f"<span style='color:{c.warning}'>{temp}</span>"
+        if g.power_w is None:
+            power = "n/a W"
+        elif g.power_limit_w:
+            power = f"{g.power_w:.0f} / {g.power_limit_w:.0f} W"
+        else:
+            power = f"{g.power_w:.0f} W"
+        self.vitals.set(f"{temp} · {power}")
+
+    def _rank(self, p: ProcessSample) -> int:
+        rank = self._order.get(p.pid)
+        if rank is None:
+            rank = self._order[p.pid] = len(self._order)
+        return rank
+
+
+def _proc_name(p: ProcessSample) -> str:
+    return p.name or (p.cmdline[0] if p.cmdline else f"pid {p.pid}")
+
+
+def _in_unit_of(n: int | None, total: int | None, units: UnitSystem) -> str:
+    """The used figure in the unit of the total, so '17.7 / 24.0 GiB' reads at a glance."""
+    if n is None:
+        return "n/a"
+    unit = format_bytes(total or n, units).rsplit(" ", 1)[-1]
+    factor = SIZE_UNITS.get(unit.upper(), 1)
+    return f"{n / factor:.1f}"

@@ -1,0 +1,367 @@
+"""The main window: banner, GPU cards, time plots, and the process/budget/advisor tabs.
+
+It is fed snapshots through :meth:`MainWindow.on_snapshots` (queued from the sampler
+thread by :class:`~gpuwatch.ui.bridge.SnapshotBridge`); it never talks to NVML.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuwatch.core.history import History
+from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
+from gpuwatch.core.units import UnitSystem
+from gpuwatch.ui import budget_adapter, theme
+from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView
+from gpuwatch.ui.budget_links import FORM_KEY, BudgetLinks
+from gpuwatch.ui.budget_panel import BudgetPanel
+from gpuwatch.ui.cards_view import CardsView
+from gpuwatch.ui.overlay import Overlay
+from gpuwatch.ui.plots import WINDOW_LABELS, TimePlots
+from gpuwatch.ui.process_model import Key
+from gpuwatch.ui.process_panel import ProcessPanel
+from gpuwatch.ui.settings import PLOT_WINDOWS_S, Preferences, Settings
+from gpuwatch.ui.settings_dialog import SettingsDialog
+from gpuwatch.ui.shortcuts import SHORTCUTS, shortcuts_html
+
+TABS = ("Processes", "Budget", "Advisor")
+
+
+class MainWindow(QMainWindow):
+    preferences_changed = Signal(object)   # Preferences
+    closing = Signal()
+
+    def __init__(self, settings: Settings, banner: str | None = None, fallback: bool = False,
+                 history: History | None = None):
+        super().__init__()
+        self.settings = settings
+        self.prefs: Preferences = settings.preferences()
+        self.history = history or History()
+        self.links = BudgetLinks(settings)
+        self.overlays: dict[Key, Overlay] = {}
+        self.samples = 0
+        self.backend: BackendInfo | None = None
+        self.sampling_state = "Starting…"
+        self.setWindowTitle("gpuwatch")
+        self.resize(1500, 950)
+
+        self.banner = QFrame()
+        self.banner.setObjectName("banner")
+        self.banner.setProperty("fallback", fallback)
+        self.banner_label = QLabel(banner or "")
+        self.banner_label.setWordWrap(True)
+        b = QHBoxLayout(self.banner)
+        b.setContentsMargins(12, 6, 12, 6)
+        b.addWidget(self.banner_label)
+        self.banner.setVisible(bool(banner))
+
+        self.cards = CardsView()
+        self.plots = TimePlots(self.history)
+        self.processes = ProcessPanel(self.history)
+        self.budget = BudgetPanel(self.links)
+        self.advisor = AdvisorPanel()
+        self.tabs = QTabWidget()
+        for widget, name in zip((self.processes, self.budget, self.advisor), TABS, strict=True):
+            self.tabs.addTab(widget, name)
+        self.bottom = QSplitter(Qt.Orientation.Horizontal)
+        self.bottom.setObjectName("bottomSplitter")
+        self.bottom.addWidget(self.plots)
+        self.bottom.addWidget(self.tabs)
+        self.bottom.setStretchFactor(0, 5)
+        self.bottom.setStretchFactor(1, 6)
+        self.main = QSplitter(Qt.Orientation.Vertical)
+        self.main.setObjectName("mainSplitter")
+        self.main.addWidget(self.cards)
+        self.main.addWidget(self.bottom)
+        self.main.setStretchFactor(0, 2)
+        self.main.setStretchFactor(1, 5)
+        self.main.setChildrenCollapsible(False)
+        central = QWidget()
+        v = QVBoxLayout(central)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.setSpacing(0)
+        v.addWidget(self.banner)
+        v.addWidget(self.main, 1)
+        self.setCentralWidget(central)
+
+        self.status_backend = QLabel("No backend yet")
+        self.status_interval = QLabel()
+        self.status_state = QLabel()
+        for w in (self.status_backend, self.status_interval, self.status_state):
+            self.statusBar().addPermanentWidget(w)
+
+        self.processes.link_requested.connect(self.link_process)
+        self.processes.unlink_requested.connect(self.unlink_process)
+        self.processes.selection_changed.connect(lambda _: self._update_capacity())
+        self.budget.link_clicked.connect(self._link_selected)
+        self.plots.window_changed.connect(self._window_changed)
+        self._build_menus()
+        self._restore()
+        self.apply_preferences(self.prefs, initial=True)
+
+    # feeding --------------------------------------------------------------------------
+    @Slot(object)
+    def on_snapshots(self, snaps: Sequence[Snapshot]) -> None:
+        """Append every snapshot to the history, then redraw once for the newest."""
+        if not snaps:
+            return
+        for snap in snaps:
+            self.history.append(snap)
+        self.samples += len(snaps)
+        self.refresh()
+
+    def on_snapshot(self, snap: Snapshot) -> None:
+        self.on_snapshots([snap])
+
+    def refresh(self) -> None:
+        snap = self.history.latest
+        if snap is None:
+            return
+        if self.backend != snap.backend:
+            self.backend = snap.backend
+            self.processes.simulated = snap.backend.kind is BackendKind.SIMULATED
+            self._update_status()
+        self.overlays = self._overlays(snap)
+        relaid = self.cards.update_snapshot(snap, self.units, self.prefs.thresholds,
+                                            self._card_overlays())
+        if relaid and self.settings.state("splitter_main") is None:
+            self.fit_cards()
+        self.processes.model.set_budgets({k: o.prediction.total_bytes
+                                          for k, o in self.overlays.items()})
+        self.processes.refresh()
+        self.plots.refresh()
+        if self.samples == 1 or self.samples % 10 == 0:
+            self._update_capacity()
+        self.status_state.setText(f"{self.sampling_state} · {self.samples} samples")
+
+    def fit_cards(self) -> None:
+        """Give the cards the height they need (until the user moves the splitter)."""
+        total = sum(self.main.sizes())
+        want = self.cards.minimumHeight()
+        self.main.setSizes([want, max(200, total - want)])
+
+    def set_sampling_state(self, text: str) -> None:
+        self.sampling_state = text
+        self.status_state.setText(f"{text} · {self.samples} samples")
+
+    @property
+    def units(self) -> UnitSystem:
+        return "si" if self.prefs.units == "si" else "iec"
+
+    # budget overlay ---------------------------------------------------------------------
+    def _overlays(self, snap: Snapshot) -> dict[Key, Overlay]:
+        if not len(self.links):
+            return {}
+        out: dict[Key, Overlay] = {}
+        for p in snap.processes:
+            request = self.links.get(p.cmdline)
+            if request is None:
+                continue
+            prediction = budget_adapter.predict(request)
+            if prediction is not None:
+                out[(p.gpu_index, p.pid)] = Overlay(p.pid, p.gpu_index, prediction, p.used_bytes)
+        return out
+
+    def _card_overlays(self) -> dict[int, Overlay]:
+        """Per GPU: the selected process's overlay if it has one, else the largest."""
+        selected = self.processes.selected_key()
+        out: dict[int, Overlay] = {}
+        for key, o in self.overlays.items():
+            best = out.get(o.gpu_index)
+            if key == selected or best is None or (
+                    best.pid != (selected or (0, 0))[1]
+                    and (o.measured_bytes or 0) > (best.measured_bytes or 0)):
+                out[o.gpu_index] = o
+        return out
+
+    def link_process(self, key: Key, request: budget_adapter.BudgetRequest | None = None) -> None:
+        p = self.processes.model.sample(key)
+        if p is None or not p.cmdline:
+            self.statusBar().showMessage("This process has no command line to remember", 4000)
+            return
+        request = request or self.budget.request()
+        if budget_adapter.predict(request) is None:
+            self.statusBar().showMessage("The budget form has an error; fix it first", 4000)
+            return
+        self.links.link(p.cmdline, request)
+        self.statusBar().showMessage(f"Linked pid {p.pid} to {request.label}", 4000)
+        self.refresh()
+
+    def unlink_process(self, key: Key) -> None:
+        p = self.processes.model.sample(key)
+        if p is not None:
+            self.links.unlink(p.cmdline)
+            self.refresh()
+
+    def _link_selected(self) -> None:
+        key = self.processes.selected_key()
+        if key is None:
+            self.statusBar().showMessage("Select a process in the Processes tab first", 4000)
+            return
+        self.link_process(key)
+
+    def _update_capacity(self) -> None:
+        snap = self.history.latest
+        if snap is None:
+            return
+        key = self.processes.selected_key()
+        gpu = snap.gpu(key[0]) if key else next(
+            (g for g in snap.gpus if g.state is GpuState.OK), None)
+        if gpu is not None and gpu.memory.total_bytes:
+            name = (gpu.name or "").removeprefix("NVIDIA ")
+            self.budget.set_capacity(gpu.memory.total_bytes, f"on GPU {gpu.index} {name}")
+
+    # advisor ------------------------------------------------------------------------------
+    def set_hints(self, hints: list[HintView]) -> None:
+        self.advisor.set_hints(hints)
+        n = len(hints)
+        self.tabs.setTabText(2, f"Advisor ({n})" if n else "Advisor")
+
+    # preferences ------------------------------------------------------------------------
+    def apply_preferences(self, prefs: Preferences, initial: bool = False) -> None:
+        old = self.prefs
+        self.prefs = prefs
+        app = QApplication.instance()
+        if isinstance(app, QApplication) and (initial or prefs.theme != old.theme):
+            colors = theme.apply(app, prefs.theme)
+            app.setStyleSheet(theme.stylesheet(colors))
+            self.plots.restyle()
+            self.processes.restyle()
+        if initial or prefs.units != old.units:
+            self.plots.set_units(self.units)
+            self.processes.set_units(self.units)
+            self.budget.set_units(self.units)
+        if initial:
+            self.plots.set_window(prefs.plot_window_s)
+        self._update_status()
+        if not initial:
+            self.settings.set_preferences(prefs)
+            self.preferences_changed.emit(prefs)
+            self.refresh()
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.prefs, self)
+        if dialog.exec():
+            self.apply_preferences(dialog.preferences())
+
+    def _window_changed(self, seconds: int) -> None:
+        self.prefs.plot_window_s = seconds
+        self.processes.window_s = seconds
+
+    def _update_status(self) -> None:
+        info = self.backend
+        if info is None:
+            text = "Waiting for the first sample"
+        elif info.kind is BackendKind.SIMULATED:
+            text = f"Simulated GPUs · scenario {info.scenario}"
+        else:
+            text = f"NVML · driver {info.driver_version or '?'}"
+        self.status_backend.setText(text)
+        self.status_interval.setText(f"every {self.prefs.interval_s:g} s")
+
+    # menus and shortcuts ------------------------------------------------------------------
+    def _action(self, menu, text: str, slot, shortcut: str | None = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        self._action(file, "Save screenshot…", self._save_screenshot, SHORTCUTS["screenshot"])
+        self._action(file, "Settings…", self.open_settings, SHORTCUTS["settings"])
+        file.addSeparator()
+        self._action(file, "Quit", self.close, SHORTCUTS["quit"])
+        view = bar.addMenu("&View")
+        self._action(view, "Pause / live", self.plots.toggle_pause, SHORTCUTS["pause"])
+        for i, seconds in enumerate(PLOT_WINDOWS_S, start=1):
+            self._action(view, f"Last {WINDOW_LABELS[seconds]}",
+                         lambda _=False, s=seconds: self.plots.set_window(s), str(i))
+        view.addSeparator()
+        for i, name in enumerate(TABS):
+            self._action(view, name, lambda _=False, i=i: self.tabs.setCurrentIndex(i),
+                         f"Ctrl+{i + 1}")
+        self._action(view, "Filter processes", self._focus_filter, SHORTCUTS["filter"])
+        proc = bar.addMenu("&Process")
+        proc.addAction(self.processes.copy_action)
+        proc.addAction(self.processes.link_action)
+        proc.addAction(self.processes.unlink_action)
+        proc.addAction(self.processes.terminate_action)
+        help_ = bar.addMenu("&Help")
+        self._action(help_, "Keyboard shortcuts", self._show_shortcuts, SHORTCUTS["help"])
+
+    def _focus_filter(self) -> None:
+        self.tabs.setCurrentIndex(0)
+        self.processes.filter.setFocus()
+        self.processes.filter.selectAll()
+
+    def _show_shortcuts(self) -> None:
+        QMessageBox.information(self, "Keyboard shortcuts", shortcuts_html())
+
+    def _save_screenshot(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save screenshot", f"gpuwatch-{time.strftime('%Y%m%d-%H%M%S')}.png",
+            "PNG image (*.png)")
+        if path:
+            self.grab().save(path)
+
+    # persistence ------------------------------------------------------------------------
+    def _restore(self) -> None:
+        s = self.settings
+        if (geometry := s.state("geometry")) is not None:
+            self.restoreGeometry(geometry)
+        for name, splitter in (("main", self.main), ("bottom", self.bottom),
+                               ("process", self.processes.splitter)):
+            if (state := s.state(f"splitter_{name}")) is not None:
+                splitter.restoreState(state)
+        if (state := s.state("process_header")) is not None:
+            self.processes.table.horizontalHeader().restoreState(state)
+        tab = s.get_json("window/tab", 0)
+        if isinstance(tab, int) and 0 <= tab < self.tabs.count():
+            self.tabs.setCurrentIndex(tab)
+        form = budget_adapter.BudgetRequest.from_json(s.get_json(FORM_KEY, None))
+        if form is not None:
+            self.budget.set_request(form)
+
+    def save_state(self) -> None:
+        s = self.settings
+        s.set_state("geometry", self.saveGeometry())
+        s.set_state("splitter_main", self.main.saveState())
+        s.set_state("splitter_bottom", self.bottom.saveState())
+        s.set_state("splitter_process", self.processes.splitter.saveState())
+        s.set_state("process_header", self.processes.table.horizontalHeader().saveState())
+        s.set_json("window/tab", self.tabs.currentIndex())
+        s.set_json(FORM_KEY, self.budget.request().to_json())
+        s.set_preferences(self.prefs)
+        s.sync()
+
+    def showEvent(self, event: object) -> None:
+        super().showEvent(event)  # type: ignore[arg-type]
+        if self.settings.state("splitter_main") is None:
+            self.fit_cards()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_state()
+        self.closing.emit()
+        super().closeEvent(event)
+

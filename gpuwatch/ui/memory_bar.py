@@ -1,0 +1,141 @@
+"""A horizontal memory bar: one segment per process, then other, reserved and free.
+
+When a process is linked to a budget, a second, thinner row under the measured bar
+shows the predicted categories starting where that process's segment starts, with the
+unexplained remainder (measured − predicted) as its own hatched segment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from gpuwatch.core.units import UnitSystem, format_bytes
+from gpuwatch.ui import theme
+from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay
+
+
+@dataclass(frozen=True)
+class Segment:
+    bytes: float
+    color: QColor
+    tooltip: str
+    pattern: Qt.BrushStyle = Qt.BrushStyle.SolidPattern
+
+
+class MemoryBar(QWidget):
+    BAR_HEIGHT = 16
+    PRED_HEIGHT = 10
+    GAP = 3
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._total = 0.0
+        self._segments: list[Segment] = []
+        self._prediction: list[Segment] = []
+        self._prediction_start = 0.0
+        self._greyed = False
+        self.setMouseTracking(True)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(self.BAR_HEIGHT)
+
+    def sizeHint(self) -> QSize:
+        return QSize(300, self.height())
+
+    def set_data(self, total: float, segments: list[Segment], greyed: bool = False) -> None:
+        if (total, segments, greyed) != (self._total, self._segments, self._greyed):
+            self._total, self._segments, self._greyed = total, segments, greyed
+            self.update()
+
+    def set_overlay(self, start_bytes: float, overlay: Overlay | None, units: str) -> None:
+        pred: list[Segment] = []
+        if overlay is not None:
+            for key, size in overlay.prediction.categories:
+                color = QColor(theme.CATEGORY_COLORS.get(key, theme.CATEGORY_COLORS["other"]))
+                pred.append(Segment(size, color, f"Predicted {CATEGORY_LABELS.get(key, key)}: "
+                                    f"{_fmt(size, units)}"))
+            if overlay.unexplained_bytes:
+                pred.append(Segment(overlay.unexplained_bytes, QColor(theme.UNEXPLAINED_COLOR),
+                                    "Unexplained (measured − predicted): "
+                                    f"{_fmt(overlay.unexplained_bytes, units)} — CUDA context, "
+                                    "allocator cache, fragmentation",
+                                    Qt.BrushStyle.BDiagPattern))
+        height = self.BAR_HEIGHT + (self.GAP + self.PRED_HEIGHT if pred else 0)
+        if height != self.height():
+            self.setFixedHeight(height)
+        if pred != self._prediction or start_bytes != self._prediction_start:
+            self._prediction, self._prediction_start = pred, start_bytes
+            self.update()
+
+    # painting -----------------------------------------------------------------------
+    def _rects(self) -> list[tuple[QRectF, Segment]]:
+        out: list[tuple[QRectF, Segment]] = []
+        if self._total <= 0:
+            return out
+        w = float(self.width())
+        scale = w / self._total
+        x = 0.0
+        for seg in self._segments:
+            width = max(0.0, seg.bytes * scale)
+            out.append((QRectF(x, 0, width, self.BAR_HEIGHT), seg))
+            x += width
+        x = self._prediction_start * scale
+        y = self.BAR_HEIGHT + self.GAP
+        for seg in self._prediction:
+            width = max(0.0, seg.bytes * scale)
+            width = min(width, max(0.0, w - x))
+            out.append((QRectF(x, y, width, self.PRED_HEIGHT), seg))
+            x += width
+        return out
+
+    def paintEvent(self, event: object) -> None:
+        c = theme.colors()
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        full = QRectF(0, 0, self.width(), self.BAR_HEIGHT)
+        clip = QPainterPath()
+        clip.addRoundedRect(full, 4, 4)
+        p.fillPath(clip, QColor(c.free))
+        p.setClipPath(clip)
+        p.setPen(Qt.PenStyle.NoPen)
+        for rect, seg in self._rects():
+            if rect.top() > 0:
+                continue
+            color = QColor(c.lost) if self._greyed else seg.color
+            p.fillRect(rect, color)
+            if seg.pattern != Qt.BrushStyle.SolidPattern:
+                p.fillRect(rect, QBrush(color.darker(130), seg.pattern))
+        p.setClipping(False)
+        for rect, seg in self._rects():
+            if rect.top() == 0:
+                continue
+            path = QPainterPath()
+            path.addRoundedRect(rect, 2, 2)
+            p.fillPath(path, seg.color)
+            if seg.pattern != Qt.BrushStyle.SolidPattern:
+                p.fillPath(path, QBrush(QColor(c.card), seg.pattern))
+        p.setPen(QPen(QColor(c.card_border), 1))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRoundedRect(full.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+        p.end()
+
+    def mouseMoveEvent(self, event: object) -> None:
+        pos = event.position()  # type: ignore[attr-defined]
+        for rect, seg in self._rects():
+            if rect.contains(pos):
+                QToolTip.showText(event.globalPosition().toPoint(),  # type: ignore[attr-defined]
+                                  seg.tooltip, self)
+                return
+        QToolTip.hideText()
+
+    def segment_tooltips(self) -> list[str]:
+        """The tooltips in drawing order (measured row, then predicted row); for tests."""
+        return [s.tooltip for s in self._segments + self._prediction]
+
+
+def _fmt(n: float, units: str) -> str:
+    unit_system: UnitSystem = "si" if units == "si" else "iec"
+    return format_bytes(n, unit_system)

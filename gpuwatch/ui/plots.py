@@ -1,0 +1,240 @@
+"""Time plots: memory used per GPU against its capacity, and estimated bandwidth per GPU.
+
+Windows of 1 min to 24 h; live mode follows the newest sample, pause (or dragging the
+plot) freezes the view so you can scroll back. Data goes through min/max decimation to
+the plot's pixel width, and a live plot is only redrawn when the newest sample would
+move it by at least one pixel column: a 24 h window is redrawn about once a minute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from gpuwatch.core.history import History, Ring
+from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes
+from gpuwatch.ui import theme
+from gpuwatch.ui.decimate import minmax_decimate, window_slice
+from gpuwatch.ui.settings import PLOT_WINDOWS_S
+
+WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
+
+
+def byte_unit(units: UnitSystem) -> tuple[str, int]:
+    return ("GB", SIZE_UNITS["GB"]) if units == "si" else ("GiB", SIZE_UNITS["GIB"])
+
+
+def ring_curve(ring: Ring, column: str, x0: float, x1: float, pixels: int,
+               scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y/scale) of ``column`` over [x0, x1], min/max-decimated to ``pixels`` columns."""
+    n = len(ring)
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    last_t = ring.last("timestamp_s") or x1
+    if n >= 2:
+        ts = ring.column("timestamp_s", last=2)
+        dt = max(1e-3, float(ts[1] - ts[0]))
+        need = min(n, int((last_t - x0) / dt * 1.25) + 4)
+    else:
+        need = n
+    t = ring.column("timestamp_s", last=need)
+    if need < n and len(t) and t[0] > x0:   # irregular sampling: fall back to everything
+        t = ring.column("timestamp_s")
+        need = n
+    sl = window_slice(t, x0, x1)
+    y = ring.column(column, last=need)[sl] / scale
+    return minmax_decimate(t[sl], y, max(1, pixels))
+
+
+def restyle_plot(plot: pg.PlotWidget) -> None:
+    c = theme.colors()
+    plot.setBackground(c.plot_bg)
+    item = plot.getPlotItem()
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        axis.setPen(c.plot_fg)
+        axis.setTextPen(c.plot_fg)
+    item.titleLabel.setText(item.titleLabel.text, color=c.plot_fg)
+    plot.showGrid(x=True, y=True, alpha=c.grid_alpha)
+
+
+class _Plot(pg.PlotWidget):
+    def __init__(self, title: str, y_label: str):
+        super().__init__(axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.setMenuEnabled(False)
+        self.setMouseEnabled(x=True, y=False)
+        self.hideButtons()
+        self.setTitle(title, size="10pt")
+        self.setLabel("left", y_label)
+        self.getPlotItem().layout.setContentsMargins(4, 2, 8, 4)
+        self.setMinimumHeight(150)
+
+
+class TimePlots(QWidget):
+    """The two linked plots, the window buttons and live/pause."""
+
+    window_changed = Signal(int)
+
+    def __init__(self, history: History, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.history = history
+        self.window_s = 600
+        self.live = True
+        self.units: UnitSystem = "iec"
+        self._last_drawn_s = -np.inf
+        self._setting_range = False
+        self._mem_curves: dict[int, pg.PlotDataItem] = {}
+        self._bw_curves: dict[int, pg.PlotDataItem] = {}
+        self._capacity_lines: dict[float, pg.InfiniteLine] = {}
+
+        self.memory = _Plot("Memory used per GPU", "GiB")
+        self.bandwidth = _Plot("Estimated memory bandwidth per GPU (busy % × peak)", "GB/s")
+        self.bandwidth.setXLink(self.memory)
+        self.legend = self.memory.addLegend(offset=(-8, -4), colCount=4, labelTextSize="8pt")
+        for plot in (self.memory, self.bandwidth):
+            plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
+            plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
+        self.bandwidth.enableAutoRange(axis="y")
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(QLabel("Window:"))
+        self.window_buttons = QButtonGroup(self)
+        for seconds in PLOT_WINDOWS_S:
+            b = QPushButton(WINDOW_LABELS[seconds])
+            b.setCheckable(True)
+            b.setProperty("window_s", seconds)
+            b.setToolTip(f"Show the last {WINDOW_LABELS[seconds]}")
+            self.window_buttons.addButton(b, seconds)
+            bar.addWidget(b)
+        self.window_buttons.idClicked.connect(self.set_window)
+        bar.addStretch(1)
+        self.state_label = QLabel()
+        self.state_label.setProperty("muted", True)
+        bar.addWidget(self.state_label)
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.setCheckable(True)
+        self.pause_button.setToolTip("Freeze the plots to scroll back (Space); drag to pan")
+        self.pause_button.toggled.connect(lambda on: self.set_live(not on))
+        bar.addWidget(self.pause_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(bar)
+        layout.addWidget(self.memory, 3)
+        layout.addWidget(self.bandwidth, 2)
+        self.set_window(self.window_s)
+
+    # controls ------------------------------------------------------------------------
+    def set_window(self, seconds: int) -> None:
+        self.window_s = seconds
+        button = self.window_buttons.button(seconds)
+        if button is not None:
+            button.setChecked(True)
+        self.set_live(True)
+        self.window_changed.emit(seconds)
+
+    def set_live(self, live: bool) -> None:
+        self.live = live
+        if self.pause_button.isChecked() == live:
+            self.pause_button.blockSignals(True)
+            self.pause_button.setChecked(not live)
+            self.pause_button.blockSignals(False)
+        self.pause_button.setText("Pause" if live else "Live")
+        self.state_label.setText("" if live else "Paused — drag to scroll back")
+        self.refresh(force=True)
+
+    def toggle_pause(self) -> None:
+        self.set_live(not self.live)
+
+    def set_units(self, units: UnitSystem) -> None:
+        self.units = units
+        name, _ = byte_unit(units)
+        self.memory.setLabel("left", name)
+        for line in self._capacity_lines.values():
+            self.memory.removeItem(line)
+        self._capacity_lines.clear()
+        self.refresh(force=True)
+
+    def restyle(self) -> None:
+        """Follow a theme change (pyqtgraph's config only affects new plots)."""
+        restyle_plot(self.memory)
+        restyle_plot(self.bandwidth)
+        for line in self._capacity_lines.values():
+            self.memory.removeItem(line)
+        self._capacity_lines.clear()
+        self.refresh(force=True)
+
+    def _user_moved(self, *_: object) -> None:
+        if not self._setting_range and self.live:
+            self.set_live(False)
+
+    # drawing -------------------------------------------------------------------------
+    def refresh(self, force: bool = False) -> None:
+        latest = self.history.latest
+        if latest is None:
+            return
+        now = latest.timestamp_s
+        pixels = max(200, int(self.memory.getViewBox().width()) or 800)
+        if self.live:
+            x0, x1 = now - self.window_s, now
+        else:
+            (x0, x1), _ = self.memory.getViewBox().viewRange()
+        if not force and self.live and now - self._last_drawn_s < (x1 - x0) / pixels:
+            return
+        self._last_drawn_s = now
+        _, mem_scale = byte_unit(self.units)
+        bw_scale = 1e9   # bandwidth is quoted in GB/s like every data sheet, whatever the units
+        capacities: dict[float, int] = {}
+        for index, ring in sorted(self.history.gpus.items()):
+            self._curve(self.memory, self._mem_curves, index).setData(
+                *ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale), connect="finite")
+            self._curve(self.bandwidth, self._bw_curves, index).setData(
+                *ring_curve(ring, "estimated_bandwidth_bytes_per_s", x0, x1, pixels, bw_scale),
+                connect="finite")
+            total = ring.last("total_bytes")
+            if total:
+                capacities[total] = capacities.get(total, 0) + 1
+        self._update_capacities(capacities, mem_scale)
+        if self.live:
+            self._setting_range = True
+            self.memory.setXRange(x0, x1, padding=0)
+            self._setting_range = False
+
+    def _curve(self, plot: pg.PlotWidget, curves: dict[int, pg.PlotDataItem],
+               index: int) -> pg.PlotDataItem:
+        curve = curves.get(index)
+        if curve is None:
+            pen = pg.mkPen(theme.gpu_color(index), width=1.6)
+            name = f"GPU {index}" if plot is self.memory else None
+            curve = curves[index] = plot.plot(name=name, pen=pen)
+            curve.setClipToView(True)
+        return curve
+
+    def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
+        for total in list(self._capacity_lines):
+            if total not in capacities:
+                self.memory.removeItem(self._capacity_lines.pop(total))
+        for total in capacities:
+            if total not in self._capacity_lines:
+                line = pg.InfiniteLine(
+                    pos=total / scale, angle=0,
+                    pen=pg.mkPen(theme.colors().muted, width=1, style=Qt.PenStyle.DashLine),
+                    label=f"capacity {format_bytes(total, self.units)}",
+                    labelOpts={"position": 0.02, "color": theme.colors().muted,
+                               "anchors": [(0, 1), (0, 1)]})
+                self.memory.addItem(line)
+                self._capacity_lines[total] = line
+        if capacities:
+            self.memory.setYRange(0, max(capacities) / scale * 1.08, padding=0)
+
+    def clear(self) -> None:
+        for plot, curves in ((self.memory, self._mem_curves), (self.bandwidth, self._bw_curves)):
+            for curve in curves.values():
+                plot.removeItem(curve)
+            curves.clear()
+        self.legend.clear()
+        self._last_drawn_s = -np.inf

@@ -1,0 +1,235 @@
+"""The process table's model: rows reused across samples, sorted and filtered in place.
+
+Each sample reconciles rows by (GPU, pid): vanished processes are removed, new ones
+inserted, the rest updated with one ``dataChanged``. Sorting and filtering happen here
+rather than in a QSortFilterProxyModel, because a proxy re-sorts by calling ``data()``
+(Python) thousands of times per sample; one ``sorted()`` with a key is far cheaper.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QFont
+
+from gpuwatch.core.snapshot import ProcessSample, Snapshot
+from gpuwatch.core.units import UnitSystem, format_bytes, format_duration
+from gpuwatch.ui import theme
+
+Key = tuple[int, int]   # (gpu index, pid)
+Index = QModelIndex | QPersistentModelIndex
+
+COLUMNS = ("PID", "User", "Name", "GPU", "GPU memory", "Budget", "CPU %", "RSS", "Running",
+           "Container", "Command")
+PID, USER, NAME, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING, CONTAINER, COMMAND = range(len(COLUMNS))
+NUMERIC = {PID, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING}
+SAMPLE_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def command_line(p: ProcessSample) -> str:
+    return shlex.join(p.cmdline) if p.cmdline else (p.name or "")
+
+
+class ProcessModel(QAbstractTableModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self._keys: list[Key] = []               # visible rows, in display order
+        self._samples: dict[Key, ProcessSample] = {}
+        self._budgets: dict[Key, int] = {}       # predicted peak bytes of linked processes
+        self._now_s = 0.0
+        self._filter = ""
+        self._sort_column = MEMORY
+        self._sort_order = Qt.SortOrder.DescendingOrder
+        self.units: UnitSystem = "iec"
+        self._bold = QFont()
+        self._bold.setBold(True)
+
+    # Qt model API -------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._keys)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return COLUMNS[section]
+            if role == Qt.ItemDataRole.TextAlignmentRole and section in NUMERIC:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            if role == Qt.ItemDataRole.ToolTipRole and section == BUDGET:
+                return "Predicted peak of the budget linked to this process"
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        key = self._keys[index.row()]
+        p = self._samples[key]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(p, key, col)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            if col in NUMERIC:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.DecorationRole and col == NAME:
+            return theme.process_color(p.pid)
+        if role == Qt.ItemDataRole.ToolTipRole and col in (NAME, COMMAND):
+            return command_line(p)
+        if role == Qt.ItemDataRole.FontRole and col == BUDGET and key in self._budgets:
+            return self._bold
+        if role == SAMPLE_ROLE:
+            return p
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        self._sort_column, self._sort_order = column, order
+        self._resort()
+
+    # updates ------------------------------------------------------------------------
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        self._now_s = snapshot.timestamp_s
+        self._samples = {(p.gpu_index, p.pid): p for p in snapshot.processes}
+        self._reconcile()
+
+    def set_filter(self, text: str) -> None:
+        self._filter = text.strip().lower()
+        self._reconcile()
+
+    def set_budgets(self, budgets: dict[Key, int]) -> None:
+        if budgets != self._budgets:
+            self._budgets = dict(budgets)
+            self._changed_all()
+
+    def set_units(self, units: UnitSystem) -> None:
+        self.units = units
+        self._changed_all()
+
+    def budget(self, key: Key) -> int | None:
+        return self._budgets.get(key)
+
+    def key_at(self, row: int) -> Key | None:
+        return self._keys[row] if 0 <= row < len(self._keys) else None
+
+    def row_of(self, key: Key) -> int:
+        try:
+            return self._keys.index(key)
+        except ValueError:
+            return -1
+
+    def sample(self, key: Key) -> ProcessSample | None:
+        return self._samples.get(key)
+
+    @property
+    def keys(self) -> list[Key]:
+        return list(self._keys)
+
+    # internals ----------------------------------------------------------------------
+    def _accepts(self, p: ProcessSample) -> bool:
+        f = self._filter
+        if not f:
+            return True
+        hay = " ".join((str(p.pid), p.name or "", p.user or "", p.container or "",
+                        " ".join(p.cmdline), f"gpu {p.gpu_index}")).lower()
+        return all(word in hay for word in f.split())
+
+    def _reconcile(self) -> None:
+        wanted = [k for k, p in self._samples.items() if self._accepts(p)]
+        wanted_set = set(wanted)
+        # 1. remove vanished rows, in contiguous runs from the bottom up
+        row = len(self._keys) - 1
+        while row >= 0:
+            if self._keys[row] in wanted_set:
+                row -= 1
+                continue
+            end = row
+            while row >= 0 and self._keys[row] not in wanted_set:
+                row -= 1
+            self.beginRemoveRows(QModelIndex(), row + 1, end)
+            del self._keys[row + 1 : end + 1]
+            self.endRemoveRows()
+        # 2. append new rows
+        present = set(self._keys)
+        new = [k for k in wanted if k not in present]
+        if new:
+            n = len(self._keys)
+            self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
+            self._keys.extend(new)
+            self.endInsertRows()
+        # 3. reorder, then one dataChanged for everything that stayed
+        self._resort()
+        self._changed_all()
+
+    def _changed_all(self) -> None:
+        if self._keys:
+            self.dataChanged.emit(self.index(0, 0),
+                                  self.index(len(self._keys) - 1, len(COLUMNS) - 1))
+
+    def _resort(self) -> None:
+        key_fn = self._sort_key(self._sort_column)
+        reverse = self._sort_order == Qt.SortOrder.DescendingOrder
+        ordered = sorted(self._keys, key=lambda k: (key_fn(self._samples[k], k), k),
+                         reverse=reverse)
+        if ordered == self._keys:
+            return
+        self.layoutAboutToBeChanged.emit()
+        new_row = {k: r for r, k in enumerate(ordered)}
+        old = self.persistentIndexList()
+        moved = [self.index(new_row[self._keys[i.row()]], i.column()) for i in old]
+        self._keys = ordered
+        self.changePersistentIndexList(old, moved)
+        self.layoutChanged.emit()
+
+    def _sort_key(self, col: int) -> Callable[[ProcessSample, Key], Any]:
+        big = float("-inf")
+        if col == PID:
+            return lambda p, k: p.pid
+        if col == USER:
+            return lambda p, k: p.user or ""
+        if col == NAME:
+            return lambda p, k: (p.name or "").lower()
+        if col == GPU:
+            return lambda p, k: p.gpu_index
+        if col == MEMORY:
+            return lambda p, k: big if p.used_bytes is None else p.used_bytes
+        if col == BUDGET:
+            return lambda p, k: self._budgets.get(k, big)
+        if col == CPU:
+            return lambda p, k: big if p.cpu_percent is None else p.cpu_percent
+        if col == RSS:
+            return lambda p, k: big if p.rss_bytes is None else p.rss_bytes
+        if col == RUNNING:
+            return lambda p, k: big if p.started_at_s is None else self._now_s - p.started_at_s
+        if col == CONTAINER:
+            return lambda p, k: p.container or ""
+        return lambda p, k: command_line(p)
+
+    def _text(self, p: ProcessSample, key: Key, col: int) -> str:
+        if col == PID:
+            return str(p.pid)
+        if col == USER:
+            return p.user or "?"
+        if col == NAME:
+            return p.name or "?"
+        if col == GPU:
+            return str(p.gpu_index)
+        if col == MEMORY:
+            return format_bytes(p.used_bytes, self.units)
+        if col == BUDGET:
+            return format_bytes(self._budgets[key], self.units) if key in self._budgets else "—"
+        if col == CPU:
+            return "n/a" if p.cpu_percent is None else f"{p.cpu_percent:.0f} %"
+        if col == RSS:
+            return format_bytes(p.rss_bytes, self.units)
+        if col == RUNNING:
+            if p.started_at_s is None:
+                return "n/a"
+            return format_duration(max(0.0, self._now_s - p.started_at_s))
+        if col == CONTAINER:
+            return p.container or "—"
+        return command_line(p)

@@ -1,0 +1,292 @@
+"""The process table with its filter, context menu, and the selected process's history.
+
+Right-click (or the keyboard) offers: copy the command line, link to a budget, and
+terminate — the last only for the user's own processes on real GPUs, after asking.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import signal
+
+import pyqtgraph as pg
+from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuwatch.core.history import History
+from gpuwatch.core.snapshot import ProcessSample
+from gpuwatch.core.units import UnitSystem, format_bytes
+from gpuwatch.ui import theme
+from gpuwatch.ui.plots import byte_unit, restyle_plot, ring_curve
+from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
+
+COLUMN_WIDTHS = (70, 70, 110, 40, 90, 80, 60, 80, 100, 110)
+
+
+def current_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name at all (some containers)
+        return str(os.getuid())
+
+
+class ProcessPanel(QWidget):
+    link_requested = Signal(object)      # Key
+    unlink_requested = Signal(object)    # Key
+    selection_changed = Signal(object)   # Key | None
+
+    def __init__(self, history: History, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.history = history
+        self.simulated = False
+        self.units: UnitSystem = "iec"
+        self.window_s = 600
+        self.user = current_user()
+        self.model = ProcessModel()
+
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter by name, user, pid, command, container…  (Ctrl+F)")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.model.set_filter)
+        self.count = QLabel()
+        self.count.setProperty("muted", True)
+
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(MEMORY, Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.setShowGrid(False)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(24)
+        self.table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        header.setHighlightSections(False)
+        for col, width in enumerate(COLUMN_WIDTHS):
+            self.table.setColumnWidth(col, width)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        self.table.selectionModel().selectionChanged.connect(self._selected)
+
+        self.detail_title = QLabel("Select a process to see its memory over time")
+        self.detail_title.setProperty("muted", True)
+        self.detail_title.setTextFormat(Qt.TextFormat.RichText)
+        self.detail_plot = pg.PlotWidget(axisItems={"bottom": pg.DateAxisItem()})
+        self.detail_plot.setMenuEnabled(False)
+        self.detail_plot.hideButtons()
+        self.detail_plot.setMouseEnabled(x=False, y=False)
+        self.detail_plot.setMinimumHeight(90)
+        self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
+        self.detail_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1.6))
+        self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
+                                                               style=Qt.PenStyle.DashLine),
+                                         label="predicted peak",
+                                         labelOpts={"position": 0.05,
+                                                    "color": theme.UNEXPLAINED_COLOR})
+        self.peak_line.hide()
+        self.detail_plot.addItem(self.peak_line)
+
+        self.copy_action = QAction("Copy command line", self)
+        self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
+        self.copy_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.copy_action.triggered.connect(self.copy_command_line)
+        self.terminate_action = QAction("Terminate…", self)
+        self.terminate_action.setShortcut(QKeySequence.StandardKey.Delete)
+        self.terminate_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.terminate_action.triggered.connect(self.terminate_selected)
+        self.link_action = QAction("Link to the budget in the form", self)
+        self.link_action.setShortcut(QKeySequence("Ctrl+L"))
+        self.link_action.triggered.connect(lambda: self._emit_for_selected(self.link_requested))
+        self.unlink_action = QAction("Unlink budget", self)
+        self.unlink_action.triggered.connect(lambda: self._emit_for_selected(self.unlink_requested))
+        self.table.addActions([self.copy_action, self.terminate_action])
+
+        head = QHBoxLayout()
+        head.addWidget(self.filter, 1)
+        head.addWidget(self.count)
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addLayout(head)
+        top_layout.addWidget(self.table)
+        bottom = QWidget()
+        bottom_layout = QVBoxLayout(bottom)
+        bottom_layout.setContentsMargins(0, 0, 0, 0)
+        bottom_layout.setSpacing(2)
+        bottom_layout.addWidget(self.detail_title)
+        bottom_layout.addWidget(self.detail_plot)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("processSplitter")
+        self.splitter.addWidget(top)
+        self.splitter.addWidget(bottom)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([600, 200])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+
+    # updates -------------------------------------------------------------------------
+    def refresh(self) -> None:
+        snap = self.history.latest
+        if snap is None:
+            return
+        self.model.update_snapshot(snap)
+        total = len(snap.processes)
+        shown = self.model.rowCount()
+        self.count.setText(f"{shown} of {total} processes" if shown != total
+                           else f"{total} processes")
+        self._refresh_detail()
+
+    def restyle(self) -> None:
+        restyle_plot(self.detail_plot)
+
+    def set_units(self, units: UnitSystem) -> None:
+        self.units = units
+        self.model.set_units(units)
+        self._refresh_detail()
+
+    def selected_key(self) -> Key | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.model.key_at(rows[0].row()) if rows else None
+
+    def selected_sample(self) -> ProcessSample | None:
+        key = self.selected_key()
+        return None if key is None else self.model.sample(key)
+
+    def select(self, key: Key) -> bool:
+        row = self.model.row_of(key)
+        if row < 0:
+            return False
+        self.table.selectionModel().select(
+            self.model.index(row, 0),
+            QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows)
+        return True
+
+    def _selected(self, *_: object) -> None:
+        self._refresh_detail()
+        self.selection_changed.emit(self.selected_key())
+
+    def _refresh_detail(self) -> None:
+        key = self.selected_key()
+        p = None if key is None else self.model.sample(key)
+        if key is None or p is None:
+            self.detail_title.setText("Select a process to see its memory over time")
+            self.detail_curve.setData([], [])
+            self.peak_line.hide()
+            if self.history.latest is not None:
+                now = self.history.latest.timestamp_s
+                self.detail_plot.setXRange(now - self.window_s, now, padding=0)
+            return
+        name, scale = byte_unit(self.units)
+        budget = self.model.budget(key)
+        title = (f"<b>{p.name or '?'}</b> (pid {p.pid}, GPU {p.gpu_index}) · "
+                 f"{format_bytes(p.used_bytes, self.units)}")
+        if budget is not None:
+            title += f" · predicted peak {format_bytes(budget, self.units)}"
+        self.detail_title.setText(title)
+        self.detail_plot.setLabel("left", name)
+        ring = self.history.process(*key)
+        snap = self.history.latest
+        if ring is not None and snap is not None:
+            now = snap.timestamp_s
+            x, y = ring_curve(ring, "used_bytes", now - self.window_s, now,
+                              max(200, self.detail_plot.width()), scale)
+            self.detail_curve.setPen(pg.mkPen(theme.process_color(p.pid), width=1.6))
+            self.detail_curve.setData(x, y, connect="finite")
+            self.detail_plot.setXRange(now - self.window_s, now, padding=0)
+        if budget is not None:
+            self.peak_line.setPos(budget / scale)
+            self.peak_line.show()
+        else:
+            self.peak_line.hide()
+
+    # actions -------------------------------------------------------------------------
+    def _emit_for_selected(self, sig: Signal) -> None:
+        key = self.selected_key()
+        if key is not None:
+            sig.emit(key)
+
+    def can_terminate(self, p: ProcessSample) -> tuple[bool, str]:
+        if self.simulated:
+            return False, "Simulated process: there is nothing to terminate"
+        if not p.resolved or p.user is None:
+            return False, "The owner of this process is unknown here"
+        if p.user != self.user:
+            return False, f"Only your own processes can be terminated (this one is {p.user}'s)"
+        return True, f"Send SIGTERM to pid {p.pid}"
+
+    def copy_command_line(self) -> None:
+        p = self.selected_sample()
+        if p is not None:
+            QGuiApplication.clipboard().setText(command_line(p))
+
+    def terminate_selected(self) -> None:
+        p = self.selected_sample()
+        if p is None:
+            return
+        ok, why = self.can_terminate(p)
+        if not ok:
+            QMessageBox.information(self, "Terminate process", why)
+            return
+        answer = QMessageBox.question(
+            self, "Terminate process",
+            f"Send SIGTERM to {p.name or '?'} (pid {p.pid}) on GPU {p.gpu_index}?\n\n"
+            f"{command_line(p)}\n\nIt holds {format_bytes(p.used_bytes, self.units)} of GPU "
+            "memory. Unsaved work in it may be lost.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel)
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        try:
+            os.kill(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            QMessageBox.information(self, "Terminate process", f"pid {p.pid} has already ended.")
+        except PermissionError:
+            QMessageBox.warning(self, "Terminate process",
+                                f"Not allowed to signal pid {p.pid}.")
+
+    def _context_menu(self, pos: QPoint) -> None:
+        index = self.table.indexAt(pos)
+        if not index.isValid():
+            return
+        self.table.selectRow(index.row())
+        p = self.selected_sample()
+        if p is None:
+            return
+        menu = QMenu(self)
+        menu.addAction(self.copy_action)
+        menu.addSeparator()
+        menu.addAction(self.link_action)
+        key = self.selected_key()
+        self.unlink_action.setEnabled(key is not None and self.model.budget(key) is not None)
+        menu.addAction(self.unlink_action)
+        menu.addSeparator()
+        ok, why = self.can_terminate(p)
+        self.terminate_action.setEnabled(ok)
+        self.terminate_action.setToolTip(why)
+        menu.setToolTipsVisible(True)
+        menu.addAction(self.terminate_action)
+        menu.exec(self.table.viewport().mapToGlobal(pos))
+        self.terminate_action.setEnabled(True)
+

@@ -1,0 +1,69 @@
+"""Preferences: sampling interval, units, theme and the card thresholds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QWidget,
+)
+
+from gpuwatch.ui.settings import Preferences, Thresholds
+
+UNITS = (("iec", "IEC — MiB, GiB (powers of 1024)"), ("si", "SI — MB, GB (powers of 1000)"))
+THEMES = (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark"))
+
+
+def _double(low: float, high: float, value: float, suffix: str, step: float = 1.0,
+            decimals: int = 0) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(low, high)
+    box.setDecimals(decimals)
+    box.setSingleStep(step)
+    box.setValue(value)
+    box.setSuffix(suffix)
+    return box
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, prefs: Preferences, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("gpuwatch settings")
+        self._prefs = prefs
+        self.interval = _double(0.1, 3600, prefs.interval_s, " s", 0.5, 1)
+        self.units = QComboBox()
+        for key, label in UNITS:
+            self.units.addItem(label, key)
+        self.units.setCurrentIndex([k for k, _ in UNITS].index(prefs.units))
+        self.theme = QComboBox()
+        for key, label in THEMES:
+            self.theme.addItem(label, key)
+        self.theme.setCurrentIndex([k for k, _ in THEMES].index(prefs.theme))
+        t = prefs.thresholds
+        self.mem_warning = _double(1, 100, t.memory_warning_percent, " %")
+        self.mem_critical = _double(1, 100, t.memory_critical_percent, " %")
+        self.temp_warning = _double(30, 120, t.temperature_warning_c, " °C")
+        form = QFormLayout(self)
+        form.addRow("Sample every", self.interval)
+        form.addRow("Byte units", self.units)
+        form.addRow("Theme", self.theme)
+        form.addRow("Memory warning at", self.mem_warning)
+        form.addRow("Memory critical at", self.mem_critical)
+        form.addRow("Temperature warning at", self.temp_warning)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def preferences(self) -> Preferences:
+        return replace(
+            self._prefs, interval_s=round(self.interval.value(), 1),
+            units=self.units.currentData(), theme=self.theme.currentData(),
+            thresholds=Thresholds(self.mem_warning.value(), self.mem_critical.value(),
+                                  self.temp_warning.value()))
