@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
-from gpuwatch.ui.app import LaunchOptions, launch
+from gpuwatch.ui import qt_guard
+
+qt_guard.install()
+
+from gpuwatch.ui.app import LaunchOptions, launch  # noqa: E402 - after the guard
 
 __all__ = ["LaunchOptions", "launch"]

@@ -1,0 +1,62 @@
+"""Qt fixtures: a window on throwaway settings, fed by simulated GPUs on a stepped clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from gpuwatch.core.snapshot import Snapshot
+from gpuwatch.telemetry.nvml import NvmlBackend
+from gpuwatch.telemetry.source import SourceOptions, open_backend
+from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.settings import Settings
+
+
+@pytest.fixture
+def settings_path(tmp_path: Path) -> str:
+    return str(tmp_path / "gpuwatch.ini")
+
+
+@pytest.fixture
+def make_window(qtbot, settings_path: str) -> Callable[..., MainWindow]:
+    def factory(path: str | None = None, banner: str | None = None) -> MainWindow:
+        window = MainWindow(Settings(path or settings_path), banner)
+        qtbot.addWidget(window)
+        return window
+
+    return factory
+
+
+@pytest.fixture
+def scenario() -> Iterator[Callable[[str], NvmlBackend]]:
+    """scenario(name) -> an opened simulated backend on a stepped clock."""
+    opened: list[NvmlBackend] = []
+
+    def factory(name: str, at_s: float = 0.0) -> NvmlBackend:
+        backend = open_backend(SourceOptions(demo=name, time_scale="max", start_at_s=at_s,
+                                             loop=True))
+        opened.append(backend)
+        return backend
+
+    yield factory
+    for b in opened:
+        b.close()
+
+
+def sample_at(backend: NvmlBackend, t: float) -> Snapshot:
+    backend.clock.set_elapsed(t)  # type: ignore[attr-defined]
+    return backend.sample()
+
+
+def feed(window: MainWindow, backend: NvmlBackend, times) -> Snapshot:
+    snap = None
+    for t in times:
+        snap = sample_at(backend, t)
+        window.on_snapshot(snap)
+    assert snap is not None
+    return snap

@@ -1,0 +1,117 @@
+"""Small parts: decimation, the advisor panel, the bridge, the command line, the guard."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QImage
+
+from gpuwatch import cli
+from gpuwatch.telemetry.errors import NvmlUnavailableError
+from gpuwatch.ui import app as app_module
+from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView
+from gpuwatch.ui.decimate import minmax_decimate, window_slice
+
+
+def test_decimation_keeps_every_peak() -> None:
+    x = np.arange(86400, dtype=float)
+    y = np.zeros(86400)
+    y[12345] = 10.0          # a one-second spike in a day
+    y[50000] = -3.0
+    dx, dy = minmax_decimate(x, y, 800)
+    assert len(dx) <= 1600
+    assert dy.max() == 10.0 and dy.min() == -3.0
+    assert np.all(np.diff(dx) >= 0)
+
+
+def test_decimation_keeps_gaps_and_order() -> None:
+    x = np.arange(1000, dtype=float)
+    y = np.linspace(0, 1, 1000)
+    y[300:600] = np.nan
+    _, dy = minmax_decimate(x, y, 50)
+    assert np.isnan(dy).any()                   # the gap survives
+    finite = dy[~np.isnan(dy)]
+    assert np.all(np.diff(finite) >= 0)         # a rising line stays rising
+    small_x, _ = minmax_decimate(x[:10], y[:10], 50)
+    assert len(small_x) == 10
+
+
+def test_window_slice() -> None:
+    t = np.arange(100, dtype=float)
+    sl = window_slice(t, 10.5, 20.5)
+    assert t[sl][0] <= 10.5 and t[sl][-1] >= 20.5
+
+
+def test_advisor_panel_empty_and_filled(qtbot) -> None:
+    panel = AdvisorPanel()
+    qtbot.addWidget(panel)
+    assert not panel.empty.isHidden() and "No hints" in panel.empty.text()
+    panel.set_hints([HintView("info", "Fine"), HintView("critical", "Out of memory in ~4 min",
+                                                        "used +1.2 GiB/min", "lower the batch",
+                                                        gpu=0, pid=42)])
+    assert panel.empty.isHidden()
+    assert [h.severity for h in panel.hints] == ["critical", "info"]
+    assert panel.list.count() == 2
+
+
+def test_bridge_coalesces_bursts(qtbot) -> None:
+    from gpuwatch.ui.bridge import SnapshotBridge
+
+    bridge = SnapshotBridge()
+    batches: list[list] = []
+    bridge.snapshots.connect(batches.append)
+    for i in range(5):
+        bridge.push(i)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: sum(map(len, batches)) == 5)
+    assert len(batches) == 1 and batches[0] == [0, 1, 2, 3, 4]
+
+
+def test_gui_screenshot_command(tmp_path: Path, qapp) -> None:
+    out = tmp_path / "shot.png"
+    rc = cli.main(["gui", "--demo", "faults", "--screenshot", str(out),
+                   "--screenshot-after", "60", "--theme", "dark"])
+    assert rc == 0
+    image = QImage(str(out))
+    assert image.width() >= 1200 and image.height() >= 800
+
+
+def test_no_driver_falls_back_to_the_workstation_demo(monkeypatch) -> None:
+    real = app_module.open_backend
+
+    def fake(options):
+        if options.demo is None:
+            raise NvmlUnavailableError("NVML Shared Library Not Found", 12)
+        return real(options)
+
+    monkeypatch.setattr(app_module, "open_backend", fake)
+    backend, banner, fallback = app_module.open_source(app_module.LaunchOptions())
+    try:
+        assert fallback and banner and "Simulated GPUs" in banner
+        assert "No NVIDIA driver found".lower() in banner.lower()
+        assert backend.info.scenario == "workstation"
+    finally:
+        backend.close()
+
+
+def test_gui_parser_contract() -> None:
+    args = cli.build_parser().parse_args(["gui", "--demo", "--interval", "2",
+                                          "--time-scale", "max"])
+    assert args.demo == "" and args.interval == 2.0 and args.time_scale == "max"
+    assert args.func.__name__ == "run_gui"
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="True is immortal from 3.12 on")
+def test_many_signal_emits_do_not_exhaust_true() -> None:
+    class Emitter(QObject):
+        fired = Signal(object)
+
+    e = Emitter()
+    before = sys.getrefcount(True)
+    for _ in range(20000):
+        e.fired.emit(1)
+    assert sys.getrefcount(True) > 1000
+    assert before > 1 << 39

@@ -1,0 +1,105 @@
+"""The window end to end on simulated scenarios: cards, lost GPUs, every scenario, threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from gpuwatch.core.snapshot import GpuState
+from gpuwatch.telemetry.sampler import Sampler
+from gpuwatch.telemetry.sim.catalog import builtin_scenarios
+from gpuwatch.ui.bridge import SnapshotBridge
+from tests.ui.conftest import feed
+
+
+def test_a_card_per_gpu_that_updates(make_window, scenario) -> None:
+    window = make_window()
+    backend = scenario("workstation")
+    feed(window, backend, [300])
+    assert sorted(window.cards.cards) == [0, 1]
+    card = window.cards.cards[1]
+    assert "RTX 3090" in card.title.text()
+    before = card.used.text()
+    feed(window, backend, range(301, 340))           # the notebook steps up at 300–320 s
+    assert card.used.text() != before
+    assert "/ 24.0 GiB used" in card.used.text()
+    assert "Memory busy" in card.busy.text() and "of time" in card.busy.text()
+    assert "est." in card.bandwidth.text() and "GB/s" in card.bandwidth.text()
+    assert "PCIe" in card.pcie.text()
+    assert "°C" in card.vitals.text() and "W" in card.vitals.text()
+    tips = card.bar.segment_tooltips()
+    assert any("pid 39102" in t for t in tips) and any("Reserved" in t for t in tips)
+
+
+def test_eight_gpus_get_eight_cards(make_window, scenario) -> None:
+    window = make_window()
+    feed(window, scenario("multi-gpu-ddp"), [600])
+    assert len(window.cards.cards) == 8
+    assert window.processes.model.rowCount() == 8
+
+
+def test_a_gpu_lost_and_back(make_window, scenario) -> None:
+    window = make_window()
+    backend = scenario("faults")
+    feed(window, backend, [20])
+    card = window.cards.cards[1]
+    assert card.state is GpuState.OK and card.badge.isHidden()
+    feed(window, backend, [40])                       # GPU 1 falls off the bus at 30 s
+    assert card.state is GpuState.LOST
+    assert not card.badge.isHidden() and card.badge.text() == "LOST"
+    assert "RTX A6000" in card.title.text()           # the last known name stays
+    assert "GPU lost" in card.used.text()
+    assert card.property("lost") is True
+    assert window.cards.cards[0].state is GpuState.OK  # the other GPU keeps updating
+    feed(window, backend, [100])                      # back after a reset at 90 s
+    assert card.state is GpuState.OK and card.badge.isHidden()
+    assert "used" in card.used.text()
+
+
+@pytest.mark.parametrize("name", [s.name for s in builtin_scenarios()])
+def test_no_exception_escapes_in_any_scenario(make_window, scenario, qtbot, name) -> None:
+    """pytest-qt fails the test if a slot or virtual raised inside the event loop."""
+    window = make_window()
+    window.show()
+    backend = scenario(name)
+    duration = backend._lib.scenario.duration_s
+    times = [i * duration / 40 for i in range(41)]
+    feed(window, backend, times)
+    for window_s in (60, 3600, 86400):
+        window.plots.set_window(window_s)
+    window.plots.toggle_pause()
+    window.processes.table.sortByColumn(0, window.processes.model._sort_order)
+    if window.processes.model.rowCount():
+        window.processes.table.selectRow(0)
+    feed(window, backend, [duration + 1, duration + 2])
+    qtbot.wait(10)
+
+
+def test_the_sampler_thread_feeds_the_window_and_stops_on_close(make_window, scenario,
+                                                                qtbot) -> None:
+    window = make_window()
+    backend = scenario("churn")
+    bridge = SnapshotBridge()
+    bridge.snapshots.connect(window.on_snapshots)
+    threads: set[str] = set()
+    original = window.on_snapshots
+
+    def record(snaps) -> None:
+        threads.add(threading.current_thread().name)
+        original(snaps)
+
+    bridge.snapshots.disconnect(window.on_snapshots)
+    bridge.snapshots.connect(record)
+    sampler = Sampler(backend, 1.0, bridge.push, bridge.error).start()
+    window.closing.connect(sampler.stop)
+    qtbot.waitUntil(lambda: window.samples >= 50, timeout=10_000)
+    window.close()
+    assert not sampler.running
+    assert threads == {threading.main_thread().name}   # the GUI only ran on its own thread
+
+
+def test_banner_says_simulated(make_window) -> None:
+    window = make_window(banner="<b>Simulated GPUs</b> — no NVIDIA driver found")
+    assert not window.banner.isHidden()
+    assert "Simulated GPUs" in window.banner_label.text()
