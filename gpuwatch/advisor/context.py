@@ -1,0 +1,152 @@
+"""What a rule sees (:class:`RuleContext`) and what it returns (:class:`Finding`).
+
+A rule is a pure function ``(RuleContext) -> list[Finding]``. The context wraps the
+history and the latest snapshot, the linked budgets and allocator statistics, and
+which hints are open now (so a rule can use a looser threshold to keep a hint open
+than to open it: hysteresis in value; the engine adds hysteresis in time). Window
+reads are cached for the duration of one evaluation, so rules can share them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuwatch.advisor.budget_link import LinkedBudget
+from gpuwatch.advisor.gpu_log import GpuLog
+from gpuwatch.advisor.settings import MIB, AdvisorSettings
+from gpuwatch.core.hints import AllocatorStats, HintAction, HintKey, Severity
+from gpuwatch.core.history import History, Ring
+from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample, Snapshot
+
+ProcessKey = tuple[int, int]   # (gpu index, pid)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule's statement that a condition holds now; the engine turns it into a hint."""
+
+    code: str
+    severity: Severity
+    gpu_index: int
+    pid: int | None
+    title: str
+    evidence: tuple[str, ...] = ()
+    actions: tuple[HintAction, ...] = ()
+    process_name: str | None = None
+    values: tuple[tuple[str, float | int | None], ...] = ()
+    immediate: bool = False     # open at once, without waiting for open_after_s
+    clear_after_s: float | None = None   # override the engine's clear_after_s (0: at once)
+
+    @property
+    def key(self) -> HintKey:
+        return (self.code, self.gpu_index, self.pid)
+
+
+def recent_rows(ring: Ring, now_s: float, span_s: float,
+                columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """The ring's rows with ``timestamp_s >= now_s - span_s``, oldest first.
+
+    Reads only the tail of the ring: it guesses a row count, and grows the guess until
+    the oldest row read lies before the window (or the ring is exhausted).
+    """
+    n = len(ring)
+    guess = min(n, 256)
+    since = now_s - span_s
+    while True:
+        ts = ring.column("timestamp_s", last=guess)
+        if guess >= n or (ts.size and ts[0] < since):
+            break
+        guess = min(n, guess * 4)
+    rows = ts.size - int(np.searchsorted(ts, since, side="left"))
+    out = {"timestamp_s": ts[ts.size - rows:]}
+    for name in columns:
+        if name != "timestamp_s":
+            out[name] = ring.column(name, last=rows)
+    return out
+
+
+class RuleContext:
+    """One evaluation's view of the world. Built by the engine; read by the rules."""
+
+    def __init__(self, history: History, settings: AdvisorSettings,
+                 links: Mapping[ProcessKey, LinkedBudget],
+                 allocator: Mapping[ProcessKey, AllocatorStats],
+                 active: frozenset[HintKey], gpu_log: GpuLog):
+        if history.latest is None:
+            raise ValueError("the history is empty")
+        self.history = history
+        self.snapshot: Snapshot = history.latest
+        self.now_s = history.latest.timestamp_s
+        self.settings = settings
+        self.links = links
+        self.allocator = allocator
+        self.active = active
+        self.gpu_log = gpu_log
+        self._cache: dict[tuple, dict[str, np.ndarray]] = {}
+
+    def is_active(self, code: str, gpu_index: int, pid: int | None = None) -> bool:
+        return (code, gpu_index, pid) in self.active
+
+    def ok_gpus(self) -> tuple[GpuSample, ...]:
+        return tuple(g for g in self.snapshot.gpus if g.state == GpuState.OK)
+
+    def gpu_window(self, gpu_index: int, span_s: float,
+                   columns: Sequence[str] = ("used_bytes",)) -> dict[str, np.ndarray]:
+        key = ("gpu", gpu_index, span_s, tuple(columns))
+        if key not in self._cache:
+            ring = self.history.gpu(gpu_index)
+            self._cache[key] = ({"timestamp_s": np.empty(0)} if ring is None else
+                                recent_rows(ring, self.now_s, span_s, columns))
+        return self._cache[key]
+
+    def process_window(self, gpu_index: int, pid: int, span_s: float) -> dict[str, np.ndarray]:
+        key = ("process", gpu_index, pid, span_s)
+        if key not in self._cache:
+            ring = self.history.process(gpu_index, pid)
+            self._cache[key] = ({"timestamp_s": np.empty(0), "used_bytes": np.empty(0)}
+                                if ring is None else
+                                recent_rows(ring, self.now_s, span_s, ("used_bytes",)))
+        return self._cache[key]
+
+    def process_peak(self, gpu_index: int, pid: int, span_s: float) -> float | None:
+        used = self.process_window(gpu_index, pid, span_s)["used_bytes"]
+        if used.size == 0 or np.isnan(used).all():
+            return None
+        return float(np.nanmax(used))
+
+    def limit_bytes(self, gpu: GpuSample) -> float | None:
+        """What can be used before allocations fail: total − reserved − a safety margin."""
+        total = gpu.memory.total_bytes
+        if not total:
+            return None
+        reserved = gpu.memory.reserved_bytes or 0
+        return total - reserved - self.settings.full_margin_fraction * total
+
+    def others_bytes(self, gpu: GpuSample, pid: int) -> float | None:
+        """What everything but ``pid`` holds on the GPU now (other processes and the driver)."""
+        used = gpu.memory.used_bytes
+        mine = next((p.used_bytes for p in gpu.processes if p.pid == pid), None)
+        if used is not None and mine is not None:
+            return max(0.0, float(used - mine))
+        known = [p.used_bytes for p in gpu.processes if p.pid != pid and p.used_bytes is not None]
+        return float(sum(known)) if known or used is not None else None
+
+
+def process_of(gpu: GpuSample, pid: int) -> ProcessSample | None:
+    return next((p for p in gpu.processes if p.pid == pid), None)
+
+
+def format_growth(bytes_per_s: float) -> str:
+    """``72 MiB/min`` or ``2.9 GiB/min``."""
+    per_min = bytes_per_s * 60
+    if abs(per_min) >= 1024 * MIB:
+        return f"{per_min / (1024 * MIB):.1f} GiB/min"
+    return f"{per_min / MIB:.0f} MiB/min"
+
+
+def finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)

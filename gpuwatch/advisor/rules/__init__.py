@@ -1,0 +1,19 @@
+"""The rules, one module each: pure functions ``(RuleContext) -> list[Finding]``."""
+
+from gpuwatch.advisor.rules.bandwidth import bandwidth_saturated
+from gpuwatch.advisor.rules.budget_capacity import budget_exceeds_capacity
+from gpuwatch.advisor.rules.contention import contention
+from gpuwatch.advisor.rules.fragmentation import fragmentation
+from gpuwatch.advisor.rules.gpu_lost import gpu_lost
+from gpuwatch.advisor.rules.leak import memory_leak
+from gpuwatch.advisor.rules.oom_risk import oom_risk
+from gpuwatch.advisor.rules.underused import underused
+
+RULES = (gpu_lost, oom_risk, budget_exceeds_capacity, memory_leak, fragmentation, contention,
+         underused, bandwidth_saturated)
+
+CODES = ("oom-risk", "budget-exceeds-capacity", "memory-leak", "fragmentation", "contention",
+         "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")
+
+__all__ = ["CODES", "RULES", "bandwidth_saturated", "budget_exceeds_capacity", "contention",
+           "fragmentation", "gpu_lost", "memory_leak", "oom_risk", "underused"]

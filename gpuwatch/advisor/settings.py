@@ -1,0 +1,68 @@
+"""The advisor's thresholds, with defaults that keep a normal workstation quiet.
+
+Every window and threshold a rule uses lives here, so the window's settings dialog
+can expose them and tests can tighten them. Times are seconds of snapshot time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1024**2
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class AdvisorSettings:
+    # --- the engine: hysteresis in time ---------------------------------------
+    open_after_s: float = 15.0          # a condition must hold this long before a hint opens
+    clear_after_s: float = 30.0         # …and be gone this long before it closes
+    cooldown_s: float = 120.0           # a closed hint does not reopen sooner than this
+    update_every_s: float = 300.0       # evidence-only changes are reported at most this often
+
+    # --- oom-risk ---------------------------------------------------------------
+    horizon_s: float = 600.0            # warn when the projected time to full is below this
+    critical_horizon_s: float = 120.0   # …critical below this
+    free_warning_fraction: float = 0.05  # free memory (at the recent peak) below 5 % of total
+    free_critical_fraction: float = 0.02
+    free_clear_fraction: float = 0.08   # an open low-free hint clears above this
+    free_window_s: float = 30.0         # "free" is the least free seen in this window
+    full_margin_fraction: float = 0.02  # "full" is total − reserved − this much of total
+    trend_window_s: float = 300.0       # the peak line is fitted over this window…
+    trend_bucket_s: float = 10.0        # …on the maximum of each bucket of this width
+    trend_min_span_s: float = 120.0     # no projection from less than this much history
+    trend_min_tau: float = 0.6          # Kendall's tau of the peaks: how steady the climb is
+    trend_keep_tau: float = 0.4         # an open trend hint stays while tau is above this
+
+    # --- memory-leak ------------------------------------------------------------
+    leak_window_s: float = 1800.0
+    leak_bucket_s: float = 30.0         # the floor is the minimum of each bucket
+    leak_min_span_s: float = 600.0      # need this many seconds of floors (many steps)
+    leak_warmup_s: float = 120.0        # a process's first minutes (loading, warm-up) don't count
+    leak_min_rate_bytes_per_s: float = 10 * MIB / 60
+    leak_min_tau: float = 0.7
+
+    # --- fragmentation ------------------------------------------------------------
+    frag_window_s: float = 60.0
+    frag_min_unexplained_bytes: float = 2 * GIB
+    frag_min_unexplained_fraction: float = 0.5   # of the linked budget
+    frag_slack_fraction: float = 0.3    # allocator stats: reserved − allocated above 30 %…
+    frag_min_slack_bytes: float = 2 * GIB        # …and above this
+    frag_min_inactive_split_bytes: float = 1 * GIB
+
+    # --- contention -------------------------------------------------------------
+    contention_window_s: float = 120.0  # a process's "need" without a budget: its peak here
+    contention_min_process_bytes: float = 512 * MIB   # smaller processes don't count as rivals
+
+    # --- underused --------------------------------------------------------------
+    underused_fraction: float = 0.30    # peak use below 30 % of total…
+    underused_window_s: float = 600.0   # …for this long…
+    underused_min_util_percent: float = 50.0   # …while the GPU computes at least this much
+
+    # --- bandwidth-saturated ----------------------------------------------------
+    bandwidth_busy_percent: float = 95.0
+    bandwidth_window_s: float = 120.0
+    bandwidth_quantile: float = 0.1     # the 10th percentile of busy % must be above the bar
+
+    # --- gpu-lost / gpu-recovered -----------------------------------------------
+    recovered_show_s: float = 120.0     # how long "GPU is back" stays up

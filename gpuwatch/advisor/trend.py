@@ -1,0 +1,66 @@
+"""Robust trend fitting for sawtooth-shaped memory: bucket extremes, Theil–Sen, Kendall.
+
+Training memory rises and falls every step, so a least-squares line through raw samples
+is dominated by where in the step the samples happened to fall. Instead we take the
+maximum (or minimum) of each time bucket, which turns the sawtooth into its envelope,
+and fit that with the Theil–Sen estimator (the median of all pairwise slopes: a step or
+a spike moves it little). Kendall's tau over the same pairs says how consistently the
+envelope climbs: ~1 for a steady ramp, ~0.5 for a single step, ~0 for a flat sawtooth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    slope: float          # units per second
+    intercept: float      # value at t = t_ref
+    t_ref: float
+    tau: float            # Kendall's tau in [-1, 1]
+    n: int                # buckets used
+    span_s: float         # time from the first to the last bucket
+
+    def at(self, t: float) -> float:
+        return self.intercept + self.slope * (t - self.t_ref)
+
+
+def bucket_extremes(t: np.ndarray, y: np.ndarray, width_s: float,
+                    mode: str = "max") -> tuple[np.ndarray, np.ndarray]:
+    """(time of each bucket's centre, its max or min) over buckets of ``width_s``.
+
+    NaN values (unknown) are dropped first; buckets are aligned to the last sample so
+    the newest bucket is complete.
+    """
+    keep = ~np.isnan(y)
+    t, y = t[keep], y[keep]
+    if t.size == 0:
+        return t, y
+    idx = np.floor((t[-1] - t) / width_s).astype(np.int64)
+    idx = idx.max() - idx                     # oldest bucket first
+    starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+    reduce = np.maximum if mode == "max" else np.minimum
+    values = reduce.reduceat(y, starts)
+    centres = np.add.reduceat(t, starts) / np.diff(np.r_[starts, t.size])
+    return centres, values
+
+
+def theil_sen(t: np.ndarray, y: np.ndarray) -> Trend | None:
+    """The Theil–Sen line and Kendall's tau of the points, or None with under 3 points."""
+    n = t.size
+    if n < 3:
+        return None
+    i, j = np.triu_indices(n, k=1)
+    dt = t[j] - t[i]
+    dy = y[j] - y[i]
+    ok = dt > 0
+    if not ok.any():
+        return None
+    slope = float(np.median(dy[ok] / dt[ok]))
+    tau = float(np.sign(dy[ok]).sum() / ok.sum())
+    t_ref = float(t[-1])
+    intercept = float(np.median(y - slope * (t - t_ref)))
+    return Trend(slope, intercept, t_ref, tau, n, float(t[-1] - t[0]))
