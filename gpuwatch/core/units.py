@@ -106,7 +106,7 @@ def format_duration(seconds: float | None, unknown: str = "n/a") -> str:
     if s < 60:
         return f"{s} s"
     if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
+        return f"{s // 60} min" if s % 60 == 0 else f"{s // 60} min {s % 60:02d} s"
     if s < 86400:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+        return f"{s // 3600} h" if s % 3600 == 0 else f"{s // 3600} h {s % 3600 // 60:02d} min"
     return f"{s // 86400} d {s % 86400 // 3600:02d} h"

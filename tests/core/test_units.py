@@ -55,6 +55,8 @@ def test_rates_default_to_si():
 @pytest.mark.parametrize(("s", "text"), [
     (5, "5 s"),
     (65, "1 min 05 s"),
+    (120, "2 min"),
+    (7200, "2 h"),
     (3 * 3600 + 7 * 60, "3 h 07 min"),
     (2 * 86400 + 4 * 3600, "2 d 04 h"),
 ])

@@ -1,0 +1,1 @@
+"""Recording sessions to SQLite, reading them back, and exporting reports."""

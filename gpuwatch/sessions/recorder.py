@@ -1,0 +1,125 @@
+"""Recording a session off the caller's thread, committed at least once a second.
+
+Callers (the sampler's callback, the GUI) only put items on a queue; one writer thread
+turns them into rows and commits when a second has passed since the last commit, or
+when the queue runs dry. A ``kill -9`` therefore loses at most about a second, and
+the file stays readable (SQLite's WAL keeps every commit whole).
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpuwatch.core.hints import HintEvent
+from gpuwatch.core.snapshot import Snapshot
+from gpuwatch.sessions.errors import SessionFileError
+from gpuwatch.sessions.writer import SessionWriter
+
+_STOP = object()
+
+
+class Recorder:
+    def __init__(self, path: str | Path, interval_s: float | None = None,
+                 commit_every_s: float = 1.0,
+                 on_error: Callable[[Exception], None] | None = None):
+        self.path = Path(path)
+        self._writer = SessionWriter(self.path)     # raises SessionFileError at once
+        self._interval_s = interval_s
+        self._commit_every_s = commit_every_s
+        self._on_error = on_error
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._paused = False
+        self.error: Exception | None = None
+        self._thread = threading.Thread(target=self._run, name="gpuwatch-recorder",
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def samples(self) -> int:
+        return self._writer.samples
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def add_snapshot(self, snapshot: Snapshot) -> None:
+        if not self._paused:
+            self._queue.put(("snapshot", snapshot))
+
+    def add_hint_event(self, event: HintEvent) -> None:
+        self._queue.put(("hint", event))
+
+    def add_budget_link(self, gpu: int, pid: int, label: str, estimate_json: dict,
+                        timestamp_s: float) -> None:
+        self._queue.put(("link", (gpu, pid, label, estimate_json, timestamp_s)))
+
+    def pause(self, timestamp_s: float) -> None:
+        if not self._paused:
+            self._paused = True
+            self._queue.put(("event", ("recording-paused", timestamp_s)))
+
+    def resume(self, timestamp_s: float) -> None:
+        if self._paused:
+            self._paused = False
+            self._queue.put(("event", ("recording-resumed", timestamp_s)))
+
+    def close(self, ended_at_s: float | None = None, timeout_s: float = 30.0) -> None:
+        """Write what is queued, mark the end and close the file."""
+        self._queue.put((_STOP, ended_at_s))
+        self._thread.join(timeout_s)
+
+    def _apply(self, kind: Any, payload: Any) -> None:
+        w = self._writer
+        if kind == "snapshot":
+            if w.samples == 0:
+                w.start(payload, self._interval_s)
+            w.add_snapshot(payload)
+        elif kind == "hint":
+            w.add_hint_event(payload)
+        elif kind == "link":
+            w.add_budget_link(*payload)
+        elif kind == "event":
+            w.add_event(*payload)
+
+    def _run(self) -> None:
+        next_commit = time.monotonic() + self._commit_every_s
+        pending = False
+        ended_at: float | None = None
+        try:
+            while True:
+                try:
+                    timeout = max(0.0, next_commit - time.monotonic()) if pending else None
+                    kind, payload = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    kind, payload = None, None
+                if kind is _STOP:
+                    ended_at = payload
+                    break
+                if kind is not None:
+                    if not pending:       # the first row after a commit starts the clock
+                        next_commit = time.monotonic() + self._commit_every_s
+                    self._apply(kind, payload)
+                    pending = True
+                now = time.monotonic()
+                if pending and now >= next_commit:
+                    self._writer.commit()
+                    pending = False
+            self._writer.close(ended_at)
+        except (sqlite3.Error, OSError) as exc:
+            self.error = SessionFileError(str(self.path), f"recording stopped: {exc}")
+            if self._on_error is not None:
+                self._on_error(self.error)
+            self._drain()
+
+    def _drain(self) -> None:
+        """After a write failure, keep accepting items so callers never block."""
+        while True:
+            kind, _ = self._queue.get()
+            if kind is _STOP:
+                return

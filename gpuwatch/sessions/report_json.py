@@ -1,0 +1,74 @@
+"""The ``gpuwatch.report/1`` JSON document."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from gpuwatch.sessions.report_model import Report
+
+REPORT_SCHEMA = "gpuwatch.report/1"
+
+
+def iso(timestamp_s: float | None) -> str | None:
+    if timestamp_s is None:
+        return None
+    return dt.datetime.fromtimestamp(timestamp_s, dt.UTC).isoformat(timespec="seconds")
+
+
+def report_to_json(r: Report) -> dict[str, Any]:
+    i = r.info
+    return {
+        "schema": REPORT_SCHEMA,
+        "session": {
+            "id": i.uuid,
+            "started_at": iso(i.started_at_s),
+            "ended_at": iso(i.ended_at_s),
+            "duration_s": round(i.duration_s, 3),
+            "samples": i.samples,
+            "host": i.host,
+            "backend": {"kind": i.backend_kind, "driver_version": i.driver_version,
+                        "scenario": i.scenario},
+        },
+        "gpus": [{
+            "index": g.index,
+            "name": g.name,
+            "total_bytes": g.total_bytes,
+            "peak_used_bytes": g.peak_used_bytes,
+            "mean_used_bytes": g.mean_used_bytes,
+            "time_above_90pct_s": round(g.time_above_90pct_s, 3),
+        } for g in r.gpus],
+        "processes": [{
+            "pid": p.row.pid,
+            "name": p.row.name,
+            "gpu": p.row.gpu,
+            "user": p.row.user,
+            "cmdline": list(p.row.cmdline),
+            "container": p.row.container,
+            "peak_used_bytes": p.row.peak_used_bytes,
+            "first_seen_s": p.row.first_seen_s,
+            "last_seen_s": p.row.last_seen_s,
+        } for p in r.processes],
+        "hints": [{
+            "code": h.code,
+            "severity": h.severity,
+            "gpu": h.gpu,
+            "pid": h.pid,
+            "first_seen_s": h.first_seen_s,
+            "last_seen_s": h.last_seen_s,
+            "closed_s": h.closed_s,
+            "title": h.title,
+            "detail": h.detail,
+            "actions": list(h.actions),
+        } for h in r.hints],
+        "budgets": [{
+            "gpu": b.gpu,
+            "pid": b.pid,
+            "label": b.label,
+            "predicted_bytes": b.predicted_bytes,
+            "measured_peak_bytes": b.measured_peak_bytes,
+            "unexplained_bytes": b.unexplained_bytes,
+        } for b in r.budgets],
+        "events": [{"t_s": e.t_s, "kind": e.kind, "gpu": e.gpu, "pid": e.pid,
+                    "detail": e.detail} for e in r.events],
+    }

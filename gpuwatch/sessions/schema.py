@@ -1,0 +1,175 @@
+"""The session file: an SQLite database with a versioned schema.
+
+``PRAGMA application_id`` marks the file as gpuwatch's (so a foreign database is
+refused, not misread) and ``PRAGMA user_version`` holds the schema version. Newer
+versions add migrations to ``MIGRATIONS``; a file from a newer gpuwatch is refused
+with a clear message, and reading never modifies a file (it is opened read-only).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from gpuwatch.sessions.errors import SessionFileError
+
+APPLICATION_ID = 0x67707777      # "gpww"
+SCHEMA_VERSION = 1
+
+SCHEMA_V1 = """
+CREATE TABLE session (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    uuid TEXT NOT NULL,
+    host TEXT,
+    backend_kind TEXT NOT NULL,
+    driver_version TEXT,
+    nvml_version TEXT,
+    scenario TEXT,
+    interval_s REAL,
+    started_at_s REAL NOT NULL,          -- Unix time; every other time is seconds from here
+    ended_at_s REAL,                     -- NULL while recording (or after a crash)
+    gpuwatch_version TEXT
+);
+CREATE TABLE gpu (
+    idx INTEGER PRIMARY KEY,
+    uuid TEXT,
+    name TEXT,
+    total_bytes INTEGER
+);
+CREATE TABLE gpu_sample (
+    t_s REAL NOT NULL,
+    gpu INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    used_bytes INTEGER,
+    reserved_bytes INTEGER,
+    total_bytes INTEGER,
+    gpu_util_percent REAL,
+    memory_busy_percent REAL,
+    estimated_bandwidth_bytes_per_s REAL,
+    pcie_tx_bytes_per_s REAL,
+    pcie_rx_bytes_per_s REAL,
+    temperature_c REAL,
+    power_w REAL
+);
+CREATE INDEX gpu_sample_by_gpu ON gpu_sample (gpu, t_s);
+CREATE TABLE process (
+    id INTEGER PRIMARY KEY,
+    gpu INTEGER NOT NULL,
+    pid INTEGER NOT NULL,
+    name TEXT,
+    cmdline TEXT,                        -- JSON list of arguments
+    user TEXT,
+    container TEXT,
+    first_seen_s REAL NOT NULL,
+    last_seen_s REAL NOT NULL,
+    peak_used_bytes INTEGER
+);
+CREATE TABLE process_sample (
+    t_s REAL NOT NULL,
+    process_id INTEGER NOT NULL REFERENCES process (id),
+    used_bytes INTEGER
+);
+CREATE INDEX process_sample_by_process ON process_sample (process_id, t_s);
+CREATE TABLE hint (
+    id INTEGER PRIMARY KEY,
+    code TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    gpu INTEGER,
+    pid INTEGER,
+    title TEXT NOT NULL,
+    detail TEXT,
+    actions TEXT,                        -- JSON list of strings
+    first_seen_s REAL NOT NULL,
+    last_seen_s REAL NOT NULL,
+    closed_s REAL
+);
+CREATE TABLE event (
+    t_s REAL NOT NULL,
+    kind TEXT NOT NULL,                  -- gpu-lost, gpu-recovered, process-started, ...
+    gpu INTEGER,
+    pid INTEGER,
+    detail TEXT
+);
+CREATE TABLE budget_link (
+    gpu INTEGER NOT NULL,
+    pid INTEGER NOT NULL,
+    label TEXT,
+    estimate TEXT NOT NULL,              -- the gpuwatch.estimate/1 document
+    linked_at_s REAL NOT NULL
+);
+"""
+
+# version n -> the statements that bring a version-n file to version n + 1
+MIGRATIONS: dict[int, tuple[str, ...]] = {}
+
+
+def create(path: Path) -> sqlite3.Connection:
+    """A new, empty session file (refuses to overwrite an existing one)."""
+    if path.exists():
+        raise SessionFileError(str(path), "already exists; choose another file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise SessionFileError(str(path), f"cannot be created ({exc})") from None
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(SCHEMA_V1)
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.commit()
+    except sqlite3.Error as exc:
+        conn.close()
+        raise SessionFileError(str(path), f"cannot be written ({exc})") from None
+    return conn
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """Open a session for reading, after checking it is one this version understands."""
+    if not path.is_file():
+        raise SessionFileError(str(path), "no such session file")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise SessionFileError(str(path), f"cannot be opened ({exc})") from None
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise SessionFileError(str(path), describe_database_error(exc)) from None
+    if app_id != APPLICATION_ID:
+        conn.close()
+        raise SessionFileError(str(path), "is an SQLite database but not a gpuwatch session")
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise SessionFileError(
+            str(path), f"was written by a newer gpuwatch (session schema {version}; this "
+                       f"version reads up to {SCHEMA_VERSION}). Update gpuwatch to open it.")
+    if version < 1:
+        conn.close()
+        raise SessionFileError(str(path), f"has an unknown session schema ({version})")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring a writable session file up to SCHEMA_VERSION; returns the version it had."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    start = version
+    while version < SCHEMA_VERSION:
+        with conn:
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            version += 1
+            conn.execute(f"PRAGMA user_version={version}")
+    return start
+
+
+def describe_database_error(exc: sqlite3.DatabaseError) -> str:
+    text = str(exc)
+    if "not a database" in text:
+        return "is not a gpuwatch session (not an SQLite database)"
+    if "malformed" in text or "corrupt" in text:
+        return f"is damaged and cannot be read ({text})"
+    return f"cannot be read ({text})"
