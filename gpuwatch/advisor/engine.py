@@ -11,8 +11,10 @@ Hysteresis in time, per hint key (code, GPU, pid):
 * an open hint stays open until its condition has been gone ``clear_after_s``;
 * a closed warning or info hint does not reopen within ``cooldown_s`` (a critical
   one always may);
-* while open, severity and title changes are reported at once, evidence-only changes
-  at most every ``update_every_s`` (``active`` always has the newest evidence).
+* while open, a higher severity is reported at once; a lower one only after the higher
+  has not been seen for ``downgrade_after_s`` (a sawtooth touching the critical bar
+  every minute stays critical); title and evidence changes are reported at most every
+  ``update_every_s`` (``active`` always has the newest evidence).
 
 Rules add hysteresis in value (looser thresholds to stay open than to open).
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpuwatch.advisor.budget_link import LinkedBudget, link_estimate
 from gpuwatch.advisor.context import Finding, ProcessKey, RuleContext
@@ -50,6 +52,12 @@ class _Track:
     finding: Finding
     hint: Hint | None = None
     last_event_s: float = math.nan
+    worst_seen_s: dict[Severity, float] = field(default_factory=dict)
+
+    def severity(self, now: float, hold_s: float) -> Severity:
+        """The worst severity seen within ``hold_s``, at least the latest finding's."""
+        recent = [sev for sev, t in self.worst_seen_s.items() if now - t < hold_s]
+        return max([self.finding.severity, *recent])
 
 
 def _hint(f: Finding, opened_at_s: float, now_s: float) -> Hint:
@@ -131,6 +139,7 @@ class Advisor:
         if track is None:
             track = self._tracks[f.key] = _Track(now, now, f)
         track.last_true_s, previous, track.finding = now, track.finding, f
+        track.worst_seen_s[f.severity] = now
         if track.hint is None:
             hold = (0.0 if f.immediate else
                     min(s.open_after_s, CRITICAL_OPEN_AFTER_S) if f.severity is Severity.CRITICAL
@@ -144,10 +153,12 @@ class Advisor:
             self._closed_at.pop(f.key, None)
             return HintEvent(HintEventKind.OPENED, track.hint, now)
         old = track.hint
-        track.hint = _hint(f, old.opened_at_s, now)
+        track.hint = replace(_hint(f, old.opened_at_s, now),
+                             severity=track.severity(now, s.downgrade_after_s))
         changed = (f.evidence, f.title, f.actions) != (previous.evidence, previous.title,
                                                        previous.actions)
-        if f.severity != old.severity or (changed and now - track.last_event_s >= s.update_every_s):
+        if (track.hint.severity != old.severity
+                or (changed and now - track.last_event_s >= s.update_every_s)):
             track.last_event_s = now
             return HintEvent(HintEventKind.UPDATED, track.hint, now)
         return None

@@ -18,6 +18,7 @@ class AdvisorSettings:
     open_after_s: float = 15.0          # a condition must hold this long before a hint opens
     clear_after_s: float = 30.0         # …and be gone this long before it closes
     cooldown_s: float = 120.0           # a closed hint does not reopen sooner than this
+    downgrade_after_s: float = 300.0    # an open hint keeps its worst severity this long
     update_every_s: float = 300.0       # evidence-only changes are reported at most this often
 
     # --- oom-risk ---------------------------------------------------------------

@@ -11,6 +11,7 @@ envelope climbs: ~1 for a steady ramp, ~0.5 for a single step, ~0 for a flat saw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,12 +49,21 @@ def bucket_extremes(t: np.ndarray, y: np.ndarray, width_s: float,
     return centres, values
 
 
+@lru_cache(maxsize=256)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i < j) of n points; memoised, as n repeats tick after tick."""
+    i, j = np.triu_indices(n, k=1)
+    i.setflags(write=False)
+    j.setflags(write=False)
+    return i, j
+
+
 def theil_sen(t: np.ndarray, y: np.ndarray) -> Trend | None:
     """The Theil–Sen line and Kendall's tau of the points, or None with under 3 points."""
     n = t.size
     if n < 3:
         return None
-    i, j = np.triu_indices(n, k=1)
+    i, j = _pairs(n)
     dt = t[j] - t[i]
     dy = y[j] - y[i]
     ok = dt > 0

@@ -35,6 +35,12 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
     first_seen = t[0] if ring is None or len(ring) == t.size else -np.inf
     keep = t >= first_seen + s.leak_warmup_s
     bt, by = bucket_extremes(t[keep], used[keep], s.leak_bucket_s, "min")
+    if by.size < 4 or bt[-1] - bt[0] < s.leak_min_span_s:
+        return None
+    quarter = max(1, by.size // 4)    # cheap test first: a steady leak lifts the last quarter
+    rise = float(np.median(by[-quarter:]) - np.median(by[:quarter]))
+    if rise < 0.25 * s.leak_min_rate_bytes_per_s * float(bt[-1] - bt[0]):
+        return None
     trend = theil_sen(bt, by)
     if (trend is None or trend.span_s < s.leak_min_span_s
             or trend.slope < s.leak_min_rate_bytes_per_s):
