@@ -34,6 +34,7 @@ class AdvisorSettings:
     trend_min_span_s: float = 120.0     # no projection from less than this much history
     trend_min_tau: float = 0.6          # Kendall's tau of the peaks: how steady the climb is
     trend_keep_tau: float = 0.4         # an open trend hint stays while tau is above this
+    trend_tie_fraction: float = 0.002   # peaks closer than this (of total) are a tie for tau
 
     # --- memory-leak ------------------------------------------------------------
     leak_window_s: float = 1800.0
@@ -42,6 +43,7 @@ class AdvisorSettings:
     leak_warmup_s: float = 120.0        # a process's first minutes (loading, warm-up) don't count
     leak_min_rate_bytes_per_s: float = 10 * MIB / 60
     leak_min_tau: float = 0.7
+    leak_tie_bytes: float = 1 * MIB
 
     # --- fragmentation ------------------------------------------------------------
     frag_window_s: float = 60.0

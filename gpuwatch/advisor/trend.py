@@ -58,8 +58,12 @@ def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return i, j
 
 
-def theil_sen(t: np.ndarray, y: np.ndarray) -> Trend | None:
-    """The Theil–Sen line and Kendall's tau of the points, or None with under 3 points."""
+def theil_sen(t: np.ndarray, y: np.ndarray, tie: float = 0.0) -> Trend | None:
+    """The Theil–Sen line and Kendall's tau of the points, or None with under 3 points.
+
+    Pairs whose values differ by no more than ``tie`` count as ties for tau, so
+    sampling jitter on a flat envelope does not read as a trend.
+    """
     n = t.size
     if n < 3:
         return None
@@ -70,7 +74,8 @@ def theil_sen(t: np.ndarray, y: np.ndarray) -> Trend | None:
     if not ok.any():
         return None
     slope = float(np.median(dy[ok] / dt[ok]))
-    tau = float(np.sign(dy[ok]).sum() / ok.sum())
+    d = dy[ok]
+    tau = float(((d > tie).sum() - (d < -tie).sum()) / ok.sum())
     t_ref = float(t[-1])
     intercept = float(np.median(y - slope * (t - t_ref)))
     return Trend(slope, intercept, t_ref, tau, n, float(t[-1] - t[0]))

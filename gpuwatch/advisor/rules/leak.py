@@ -41,7 +41,7 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
     rise = float(np.median(by[-quarter:]) - np.median(by[:quarter]))
     if rise < 0.25 * s.leak_min_rate_bytes_per_s * float(bt[-1] - bt[0]):
         return None
-    trend = theil_sen(bt, by)
+    trend = theil_sen(bt, by, tie=s.leak_tie_bytes)
     if (trend is None or trend.span_s < s.leak_min_span_s
             or trend.slope < s.leak_min_rate_bytes_per_s):
         return None
@@ -50,7 +50,7 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
         return None
     half = bt.size // 2
     for part in (slice(0, half + 1), slice(half, None)):
-        sub = theil_sen(bt[part], by[part])
+        sub = theil_sen(bt[part], by[part], tie=s.leak_tie_bytes)
         if sub is None or sub.slope < 0.5 * keep_bar * s.leak_min_rate_bytes_per_s:
             return None
     return trend

@@ -29,12 +29,12 @@ def _trend(ctx: RuleContext, gpu: GpuSample, active: bool) -> tuple[Trend | None
     if by.size == 0:
         return None, None
     latest = float(by[-1])
-    trend = theil_sen(bt, by)
+    total = gpu.memory.total_bytes or 0
+    trend = theil_sen(bt, by, tie=s.trend_tie_fraction * total)
     if trend is None or trend.span_s < s.trend_min_span_s or trend.slope <= 0:
         return None, latest
     if trend.tau < (s.trend_keep_tau if active else s.trend_min_tau):
         return None, latest
-    total = gpu.memory.total_bytes or 0
     if latest < float(by.max()) - 0.05 * total:   # well below the window's peak: the climb ended
         return None, latest
     return trend, latest
