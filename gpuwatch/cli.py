@@ -11,8 +11,11 @@ import sys
 from collections.abc import Sequence
 
 from gpuwatch import __version__
-from gpuwatch.commands import telemetry_cmds
+from gpuwatch.commands import session_cmds, telemetry_cmds
 from gpuwatch.commands.options import UsageError
+from gpuwatch.core.units import UnitError
+from gpuwatch.sessions.errors import SessionFileError
+from gpuwatch.sessions.export import ExportError
 from gpuwatch.telemetry.errors import NvmlUnavailableError, ScenarioError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -27,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_optional(sub, "gpuwatch.commands.gui", "add_gui_parser")
     telemetry_cmds.add_parsers(sub)
+    session_cmds.add_parsers(sub)
     _add_optional(sub, "gpuwatch.commands.estimate", "add_estimate_parser")
     return parser
 
@@ -71,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except ScenarioError as exc:
         print(f"gpuwatch: scenario {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (SessionFileError, ExportError, UnitError) as exc:
+        print(f"gpuwatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

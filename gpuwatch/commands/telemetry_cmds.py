@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
@@ -14,6 +15,8 @@ from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import BackendKind, Snapshot
 from gpuwatch.core.snapshot_json import snapshot_to_json
 from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.sessions import paths
+from gpuwatch.sessions.recorder import Recorder
 from gpuwatch.telemetry.sampler import Sampler
 from gpuwatch.telemetry.sim.catalog import builtin_scenarios
 from gpuwatch.telemetry.source import open_backend
@@ -38,6 +41,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "default: the scenario's length, or until Ctrl-C on real GPUs)")
     p.add_argument("--json", action="store_true",
                    help="print one gpuwatch.snapshot/1 document per line")
+    save = p.add_mutually_exclusive_group()
+    save.add_argument("--out", metavar="FILE",
+                      help="the session file to write (default: a new file in "
+                           f"{paths.sessions_dir()})")
+    save.add_argument("--no-save", action="store_true", help="print only; record no session")
     p.set_defaults(func=run_record)
 
     p = sub.add_parser("scenarios", help="list the built-in simulated scenarios")
@@ -67,9 +75,20 @@ def run_record(args: argparse.Namespace) -> int:
     start = backend.clock.elapsed_s()
     done = threading.Event()
     failures: list[Exception] = []
+    recorder = None
+    if not args.no_save:
+        out = Path(args.out) if args.out else paths.new_session_path(backend.clock.now_s())
+        try:
+            recorder = Recorder(out, args.interval, on_error=lambda exc: print(
+                f"gpuwatch: {exc}", file=sys.stderr))
+        except Exception:
+            backend.close()
+            raise
 
     def on_snapshot(snap: Snapshot) -> None:
         history.append(snap)
+        if recorder is not None:
+            recorder.add_snapshot(snap)
         if args.json:
             lines = [json.dumps(snapshot_to_json(snap), separators=(",", ":"))]
         else:
@@ -84,8 +103,10 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"gpuwatch: a sample failed: {exc}", file=sys.stderr)
 
     if not args.json:
+        where = f" to {recorder.path}" if recorder is not None else ""
         print(f"Recording {describe_backend(backend.info)} every {args.interval:g} s"
-              + (f" for {format_duration(duration)}" if duration else " until Ctrl-C"))
+              + (f" for {format_duration(duration)}" if duration else " until Ctrl-C")
+              + where, flush=True)
     sampler = Sampler(backend, args.interval, on_snapshot, on_error,
                       until_elapsed_s=None if duration is None else start + duration,
                       on_finished=done.set)
@@ -97,8 +118,13 @@ def run_record(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         sampler.stop()
+        end_s = backend.clock.now_s()
         backend.close()
+        if recorder is not None:
+            recorder.close(end_s)
     summary = _summary(history, sampler.samples, backend.clock.elapsed_s() - start)
+    if recorder is not None and recorder.error is None:
+        summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)
     return 0
 

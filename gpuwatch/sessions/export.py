@@ -25,7 +25,8 @@ class ExportError(Exception):
 
 
 def default_output(session: Path, fmt: str) -> Path:
-    return session.with_name(session.stem + "-report" + EXTENSIONS[fmt])
+    base = session.name.removesuffix(".sqlite").removesuffix(".gpuwatch")
+    return session.with_name(base + "-report" + EXTENSIONS[fmt])
 
 
 def export(session: str | Path, fmt: str, output: str | Path | None = None,

@@ -125,6 +125,12 @@ class SessionReader:
         return SessionInfo(str(self.path), row[0], row[1], row[2], row[3], row[4], row[5],
                            row[6], row[7], float(duration), int(samples), row[8])
 
+    def peak_used_bytes(self) -> int | None:
+        """The most memory any GPU held during the session."""
+        with self._query() as c:
+            value = c.execute("SELECT MAX(used_bytes) FROM gpu_sample").fetchone()[0]
+        return None if value is None else int(value)
+
     def gpus(self) -> list[GpuRow]:
         with self._query() as c:
             return [GpuRow(*r) for r in c.execute(

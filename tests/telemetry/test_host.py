@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import make_scenario, sim_backend
+from sim_support import make_scenario, sim_backend
 
 from gpuwatch.telemetry.host import PsutilHost, in_child_pid_namespace, read_container
 from gpuwatch.telemetry.hostinfo import container_from_cgroup

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pynvml
 import pytest
-from conftest import make_scenario, scenario_dict, sim_backend
+from sim_support import make_scenario, scenario_dict, sim_backend
 
 from gpuwatch.core.snapshot import BackendKind, GpuState
 from gpuwatch.telemetry.errors import NvmlUnavailableError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import make_scenario, sim_backend
+from sim_support import make_scenario, sim_backend
 
 from gpuwatch.telemetry.clock import ScaledClock, SteppedClock
 from gpuwatch.telemetry.sampler import Sampler

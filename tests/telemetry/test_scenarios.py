@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_scenario, scenario_dict, sim_backend
+from sim_support import make_scenario, scenario_dict, sim_backend
 
 from gpuwatch.core.snapshot import GpuState
 from gpuwatch.telemetry.errors import ScenarioError
