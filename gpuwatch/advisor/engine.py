@@ -149,7 +149,9 @@ class Advisor:
                        and f.severity is not Severity.CRITICAL)
             if now - track.first_true_s < hold or cooling:
                 return None
-            track.hint, track.last_event_s = _hint(f, now, now), now
+            track.hint = replace(_hint(f, now, now),
+                                 severity=track.severity(now, s.downgrade_after_s))
+            track.last_event_s = now
             self._closed_at.pop(f.key, None)
             return HintEvent(HintEventKind.OPENED, track.hint, now)
         old = track.hint
