@@ -208,7 +208,7 @@ class TimePlots(QWidget):
                index: int) -> pg.PlotDataItem:
         curve = curves.get(index)
         if curve is None:
-            pen = pg.mkPen(theme.gpu_color(index), width=1.6)
+            pen = pg.mkPen(theme.gpu_color(index), width=1)
             name = f"GPU {index}" if plot is self.memory else None
             curve = curves[index] = plot.plot(name=name, pen=pen)
             curve.setClipToView(True)

@@ -96,7 +96,7 @@ class ProcessPanel(QWidget):
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
-        self.detail_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1.6))
+        self.detail_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1))
         self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
                                                                style=Qt.PenStyle.DashLine),
                                          label="predicted peak",
@@ -212,7 +212,7 @@ class ProcessPanel(QWidget):
             now = snap.timestamp_s
             x, y = ring_curve(ring, "used_bytes", now - self.window_s, now,
                               max(200, self.detail_plot.width()), scale)
-            self.detail_curve.setPen(pg.mkPen(theme.process_color(p.pid), width=1.6))
+            self.detail_curve.setPen(pg.mkPen(theme.process_color(p.pid), width=1))
             self.detail_curve.setData(x, y, connect="finite")
             self.detail_plot.setXRange(now - self.window_s, now, padding=0)
         if budget is not None:

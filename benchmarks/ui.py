@@ -1,0 +1,195 @@
+"""How long the window takes to take in one snapshot, and to open.
+
+Update: 8 simulated GPUs × 64 processes each (512 rows), 24 h of 1 Hz GPU history
+loaded, offscreen. Each tick is the window's slot (history append, cards, table, plots)
+followed by the paint it causes. Reported for the default 10 min plot window and for
+the 24 h window, both as it runs (the 24 h plot is redrawn when a new sample moves it
+by a pixel) and forced to redraw every tick (the worst case). Target: under 16 ms.
+
+Start-up: a fresh interpreter, from launch to the first painted window with simulated
+GPUs (imports, QApplication, backend, first sample, show). Target: under 1.5 s.
+
+Run: QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/ui.py [--ticks N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+GPUS, PER_GPU, DAY = 8, 64, 86400
+
+
+def scenario(gpus: int, per_gpu: int) -> dict:
+    return {
+        "schema": "gpuwatch.scenario/1", "name": f"bench-{gpus}x{per_gpu}",
+        "duration_s": 100000,
+        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total": "80GiB",
+                  "memory_base": "300MiB", "memory_reserved": "560MiB",
+                  "memory_bus_width_bits": 5120, "max_memory_clock_mhz": 2619}
+                 for _ in range(gpus)],
+        "processes": [{"pid": 10000 + k, "gpu": k % gpus, "name": f"worker{k}",
+                       "cmdline": ["python", "train.py", f"--rank={k}"], "user": "alice",
+                       "memory": {"generator": "sawtooth", "low": "300MiB", "high": "1GiB",
+                                  "period_s": 3 + k % 7},
+                       "gpu_util_percent": 50, "memory_busy_percent": 30,
+                       "cpu_percent": 20.0, "rss": "2GiB"}
+                      for k in range(gpus * per_gpu)],
+    }
+
+
+def prefill_day(window, snap) -> None:
+    """24 h of 1 Hz rows per GPU appended straight to the rings (sampling a day of 512
+    processes would take many minutes), plus a day for the selected process."""
+    import numpy as np
+
+    from gpuwatch.core.history import GPU_COLUMNS, PROCESS_COLUMNS, Ring
+
+    t = snap.timestamp_s - DAY + np.arange(DAY, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    for g in snap.gpus:
+        cols = {name: np.full(DAY, np.nan) for name in GPU_COLUMNS}
+        cols["timestamp_s"] = t
+        cols["total_bytes"][:] = g.memory.total_bytes
+        cols["used_bytes"] = 40e9 + 20e9 * np.sin(t / 900) + rng.normal(0, 1e9, DAY)
+        cols["estimated_bandwidth_bytes_per_s"] = 1e12 + rng.normal(0, 1e11, DAY)
+        ring = Ring(DAY, GPU_COLUMNS)
+        for row in zip(*(cols[name].tolist() for name in GPU_COLUMNS), strict=True):
+            ring.append_values(row)
+        window.history.gpus[g.index] = ring
+    p = snap.processes[0]
+    ring = Ring(DAY, PROCESS_COLUMNS)
+    used = (5e8 + rng.normal(0, 1e8, DAY)).tolist()
+    for row in zip(t.tolist(), used, strict=True):
+        ring.append_values(row)
+    window.history.processes[(p.gpu_index, p.pid)] = ring
+
+
+def bench_update(ticks: int) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    import gpuwatch.ui  # noqa: F401 - installs the refcount guard
+    from gpuwatch.core.snapshot import BackendKind
+    from gpuwatch.telemetry.clock import SteppedClock
+    from gpuwatch.telemetry.nvml import NvmlBackend
+    from gpuwatch.telemetry.sim.host import ScenarioHost
+    from gpuwatch.telemetry.sim.library import SimulatedNvml
+    from gpuwatch.telemetry.sim.scenario import parse_scenario
+    from gpuwatch.ui.main_window import MainWindow
+    from gpuwatch.ui.settings import Settings
+
+    app = QApplication.instance() or QApplication([])
+    sc = parse_scenario(scenario(GPUS, PER_GPU), "bench.toml")
+    clock = SteppedClock(DAY)
+    lib = SimulatedNvml(sc, clock)
+    backend = NvmlBackend(lib, host=ScenarioHost(lib, clock), clock=clock,
+                          kind=BackendKind.SIMULATED, scenario=sc.name, pcie_thread=False).open()
+    path = os.path.join(tempfile.mkdtemp(), "bench.ini")
+    window = MainWindow(Settings(path))
+    window.resize(1600, 1000)
+    first = backend.sample()
+    prefill_day(window, first)
+    window.on_snapshot(first)
+    window.show()
+    window.processes.select((first.processes[0].gpu_index, first.processes[0].pid))
+    for _ in range(3):
+        app.processEvents()
+    rows = window.processes.model.rowCount()
+    print(f"window: {len(window.cards.cards)} GPU cards, {rows} table rows, "
+          f"{len(window.history.gpus[0])} rows of history per GPU; {ticks} ticks each")
+
+    snaps = []
+    for i in range(ticks * 3 + 10):
+        clock.set_elapsed(DAY + 1 + i)
+        snaps.append(backend.sample())
+    feed = iter(snaps)
+
+    def run(label: str, window_s: int, force: bool) -> None:
+        window.plots.set_window(window_s)
+        app.processEvents()
+        slot, total = [], []
+        for _ in range(ticks):
+            snap = next(feed)
+            t0 = time.perf_counter()
+            window.on_snapshot(snap)
+            if force:
+                window.plots.refresh(force=True)
+            t1 = time.perf_counter()
+            app.processEvents()      # the paint the update caused
+            t2 = time.perf_counter()
+            slot.append((t1 - t0) * 1e3)
+            total.append((t2 - t0) * 1e3)
+        p95 = sorted(total)[int(0.95 * len(total)) - 1]
+        print(f"{label:<34} slot median {statistics.median(slot):6.2f} ms · "
+              f"slot+paint median {statistics.median(total):6.2f} ms, p95 {p95:6.2f} ms, "
+              f"max {max(total):6.2f} ms")
+
+    run("plot window 10 min", 600, False)
+    run("plot window 24 h (as it runs)", 86400, False)
+    run("plot window 24 h (forced redraw)", 86400, True)
+    window.close()
+    backend.close()
+
+
+CHILD = r"""
+import time
+t0 = time.perf_counter()
+import os, tempfile
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from gpuwatch.ui.app import application
+from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.settings import Settings
+from gpuwatch.telemetry.source import SourceOptions, open_backend
+app = application()
+backend = open_backend(SourceOptions(demo="workstation", loop=True))
+window = MainWindow(Settings(os.path.join(tempfile.mkdtemp(), "s.ini")))
+window.on_snapshot(backend.sample())
+painted = []
+from PySide6.QtCore import QEvent, QObject
+class Spy(QObject):
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.Paint and not painted:
+            painted.append(time.perf_counter())
+        return False
+spy = Spy(); app.installEventFilter(spy)
+window.show()
+while not painted:
+    app.processEvents()
+print(f"{painted[0] - t0:.4f}", flush=True)
+backend.close()
+os._exit(0)
+"""
+
+
+def bench_startup(runs: int = 5) -> None:
+    walls, inside = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                             check=True, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+        walls.append(time.perf_counter() - t0)
+        inside.append(float(out.stdout.strip().splitlines()[-1]))
+    print(f"start-up to first painted window: median {statistics.median(walls):.2f} s wall "
+          f"(process launch to exit after the first paint), "
+          f"{statistics.median(inside):.2f} s from the first import ({runs} runs)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ticks", type=int, default=100)
+    args = parser.parse_args()
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']}")
+    bench_update(args.ticks)
+    bench_startup()
+
+
+if __name__ == "__main__":
+    main()
