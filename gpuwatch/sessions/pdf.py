@@ -29,10 +29,14 @@ _SCALE = 2          # charts are drawn at twice their size, for print
 
 
 def _ensure_app() -> None:
+    """Fonts and images need a Qt application. A widgets one, so that a window opened
+    later in the same process (the GUI's export) still finds what it needs."""
     if QGuiApplication.instance() is None:
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        _ensure_app.app = QGuiApplication([])   # type: ignore[attr-defined]  # kept alive
+        from PySide6.QtWidgets import QApplication
+
+        _ensure_app.app = QApplication([])   # type: ignore[attr-defined]  # kept alive
 
 
 def _svg_to_image(svg: str) -> QImage:
