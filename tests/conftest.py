@@ -29,3 +29,9 @@ def open_sim() -> Iterator:
     yield factory
     for b in opened:
         b.close()
+
+
+@pytest.fixture(autouse=True)
+def private_data_dir(tmp_path_factory, monkeypatch):
+    """Sessions and settings go to a temporary folder, never the user's."""
+    monkeypatch.setenv("GPUWATCH_DATA_DIR", str(tmp_path_factory.mktemp("data")))

@@ -7,10 +7,13 @@ import json
 import signal
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
+from gpuwatch.advisor import Advisor, event_to_json, format_event
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
+from gpuwatch.core.hints import HintEventKind
 from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import BackendKind, Snapshot
 from gpuwatch.core.snapshot_json import snapshot_to_json
@@ -85,14 +88,28 @@ def run_record(args: argparse.Namespace) -> int:
             backend.close()
             raise
 
+    advisor = Advisor()
+    hint_counts: Counter[str] = Counter()
+    first_stamp: list[float] = []
+
     def on_snapshot(snap: Snapshot) -> None:
         history.append(snap)
+        events = advisor.update(history)
         if recorder is not None:
             recorder.add_snapshot(snap)
+            for event in events:
+                recorder.add_hint_event(event)
+        first_stamp[:] = first_stamp or [snap.timestamp_s]
+        hint_counts.update(e.hint.severity.value for e in events
+                           if e.kind is HintEventKind.OPENED)
         if args.json:
             lines = [json.dumps(snapshot_to_json(snap), separators=(",", ":"))]
+            lines += [json.dumps(event_to_json(e), separators=(",", ":")) for e in events]
         else:
             lines = format_tick(snap, backend.clock.elapsed_s() - start)
+            # virtual runs print time since the start; real ones the time of day
+            since = first_stamp[0] if simulated else None
+            lines += ["  hint " + format_event(e, since) for e in events]
         try:
             print("\n".join(lines), flush=True)
         except BrokenPipeError:        # `gpuwatch record | head`: the reader has gone
@@ -123,6 +140,9 @@ def run_record(args: argparse.Namespace) -> int:
         if recorder is not None:
             recorder.close(end_s)
     summary = _summary(history, sampler.samples, backend.clock.elapsed_s() - start)
+    if hint_counts:
+        summary += " Hints: " + ", ".join(f"{n} {sev}" for sev, n in sorted(hint_counts.items())) \
+            + "."
     if recorder is not None and recorder.error is None:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)

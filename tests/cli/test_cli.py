@@ -148,3 +148,21 @@ def test_a_closed_pipe_ends_a_recording_quietly():
                             timeout=60)
     assert len(result.stdout.splitlines()) == 3
     assert "Traceback" not in result.stderr
+
+
+def test_record_prints_hints_as_they_fire(capsys):
+    code, out, _ = run(capsys, "record", "--demo", "oom-ramp", "--time-scale", "max",
+                       "--no-save")
+    assert code == 0
+    hints = [line for line in out.splitlines() if line.lstrip().startswith("hint ")]
+    assert hints and "oom-risk [GPU 0]" in hints[0] and "full in" in hints[0]
+    assert "Hints: " in out.splitlines()[-1]
+
+
+def test_record_json_carries_hint_events(capsys):
+    code, out, _ = run(capsys, "record", "--demo", "oom-ramp", "--time-scale", "max",
+                       "--no-save", "--json")
+    docs = [json.loads(line) for line in out.splitlines()]
+    events = [d for d in docs if d["schema"] == "gpuwatch.hint-event/1"]
+    assert events and events[0]["event"] == "opened"
+    assert events[0]["hint"]["code"] == "oom-risk"
