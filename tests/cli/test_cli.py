@@ -160,7 +160,7 @@ def test_record_prints_hints_as_they_fire(capsys):
 
 
 def test_record_json_carries_hint_events(capsys):
-    code, out, _ = run(capsys, "record", "--demo", "oom-ramp", "--time-scale", "max",
+    _, out, _ = run(capsys, "record", "--demo", "oom-ramp", "--time-scale", "max",
                        "--no-save", "--json")
     docs = [json.loads(line) for line in out.splitlines()]
     events = [d for d in docs if d["schema"] == "gpuwatch.hint-event/1"]
