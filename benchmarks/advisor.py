@@ -4,8 +4,7 @@ lead time and false alarms of every rule over every scenario.
 * cost: a ``History`` holding 24 h at 1 Hz for 8 GPUs (23 h written straight into the
   rings, the last hour sampled from ``multi-gpu-ddp`` so processes have real rings),
   then ``Advisor.update`` timed after each of 300 further samples;
-* quality: each scenario (the built-ins and the test scenarios under
-  ``tests/advisor/scenarios``) runs at 1 s of virtual time through the simulated
+* quality: each built-in scenario runs at 1 s of virtual time through the simulated
   backend, with the budget links the tests use. A hint is *expected* when its rule was
   built for that scenario; any other warning or critical hint is a false alarm;
   ``oom-ramp``'s lead time is from the first ``oom-risk`` to the first sample with no
@@ -29,7 +28,6 @@ from gpuwatch.core.history import DAY_AT_1HZ, GPU_COLUMNS, History
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests" / "advisor" / "scenarios"
 GIB = 1024**3
 
 
@@ -66,9 +64,9 @@ SCENARIOS: dict[str, tuple[float, set[str], Callable[[Advisor], None] | None]] =
     "multi-gpu-ddp": (3600, set(), None),
     "churn": (3600, set(), None),
     "faults": (720, {"gpu-lost", "gpu-recovered"}, None),
-    str(TESTS / "contention.toml"): (900, {"contention"}, _links_contention),
-    str(TESTS / "underused.toml"): (1800, {"underused"}, _links_underused),
-    str(TESTS / "bandwidth.toml"): (900, {"bandwidth-saturated"}, None),
+    "contention": (900, {"contention"}, _links_contention),
+    "underused": (1800, {"underused"}, _links_underused),
+    "bandwidth": (900, {"bandwidth-saturated"}, None),
 }
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gpuwatch.advisor import Advisor, AdvisorSettings, LinkedBudget
 from gpuwatch.advisor.context import RuleContext
@@ -25,7 +24,6 @@ from gpuwatch.telemetry.source import SourceOptions, open_backend
 MIB = 1024**2
 GIB = 1024**3
 T0 = 1_700_000_000.0
-SCENARIOS = Path(__file__).parent / "scenarios"
 
 
 def gpu(index: int = 0, total: float = 24 * GIB, used: float | None = 0.0,

@@ -3,13 +3,13 @@
 Each rule fires on the scenario built for it; ``workstation`` stays silent, and an
 8-hour run of it (looped, sampled every 10 s to keep the suite fast: 2,880 samples)
 raises no warning or critical hint. Scenarios the built-in set lacks (contention,
-idle memory, memory bandwidth) live in ``tests/advisor/scenarios``.
+idle memory, memory bandwidth) are built-in scenarios too.
 """
 
 from __future__ import annotations
 
 import pytest
-from advisor_support import GIB, SCENARIOS, run_scenario
+from advisor_support import GIB, run_scenario
 
 from gpuwatch.advisor import Advisor
 from gpuwatch.budget import Setup, Workload, estimate, lookup_model
@@ -85,7 +85,7 @@ def test_contention_between_two_budgeted_runs() -> None:
     advisor = Advisor()
     for pid in (5100, 5200):
         _linked(advisor, 0, pid, "gpt2-medium", 4, 1024, precision="amp-bf16")
-    run = run_scenario(str(SCENARIOS / "contention.toml"), 120, advisor=advisor)
+    run = run_scenario("contention", 120, advisor=advisor)
     assert run.codes() == {"contention"}
     hint = next(e.hint for _, e in run.events if e.hint.code == "contention")
     assert any("GPU 1" in a.text for a in hint.actions)
@@ -94,14 +94,14 @@ def test_contention_between_two_budgeted_runs() -> None:
 def test_underused_suggests_a_bigger_batch() -> None:
     advisor = Advisor()
     _linked(advisor, 0, 7300, "gpt2", 4, 1024)
-    run = run_scenario(str(SCENARIOS / "underused.toml"), 660, advisor=advisor)
+    run = run_scenario("underused", 660, advisor=advisor)
     assert run.codes() == {"underused"}
     hint = next(e.hint for _, e in run.events if e.hint.code == "underused")
     assert "raise the micro-batch from 4 to" in hint.actions[0].text
 
 
 def test_saturated_memory_bandwidth_is_reported_as_info() -> None:
-    run = run_scenario(str(SCENARIOS / "bandwidth.toml"), 200)
+    run = run_scenario("bandwidth", 200)
     assert run.codes() == {"bandwidth-saturated"}
     assert run.codes("warning") == set()
 
