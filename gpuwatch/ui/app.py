@@ -21,6 +21,7 @@ from gpuwatch.telemetry.sampler import Sampler
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 from gpuwatch.ui.bridge import SnapshotBridge
 from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
 
 FALLBACK_SCENARIO = "workstation"
@@ -133,12 +134,15 @@ def launch(opts: LaunchOptions) -> int:
         window.prefs.interval_s = opts.interval_s
     window._update_status()
     session = SamplingSession(backend, window, interval)
+    recording = RecordingController(window, interval)
+    session.bridge.snapshots.connect(recording.on_snapshots)
     session.start()
     window.show()
     try:
         return app.exec()
     finally:
         session.stop()
+        recording.close()
         backend.close()
 
 

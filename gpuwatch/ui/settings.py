@@ -34,6 +34,9 @@ class Preferences:
     theme: str = "system"           # "system", "light" or "dark"
     plot_window_s: int = 600
     thresholds: Thresholds = field(default_factory=Thresholds)
+    record_sessions: bool = True    # record what the window samples to a session file
+    retention_days: float = 30.0    # sessions older than this are deleted at start
+    retention_max_gib: float = 5.0  # then the oldest, until the folder fits this
 
 
 class Settings:
@@ -65,6 +68,12 @@ class Settings:
                 prefs.theme = raw["theme"]
             if int(raw.get("plot_window_s", 0)) in PLOT_WINDOWS_S:
                 prefs.plot_window_s = int(raw["plot_window_s"])
+            if isinstance(raw.get("record_sessions"), bool):
+                prefs.record_sessions = raw["record_sessions"]
+            prefs.retention_days = max(1.0, float(raw.get("retention_days",
+                                                          prefs.retention_days)))
+            prefs.retention_max_gib = max(0.1, float(raw.get("retention_max_gib",
+                                                             prefs.retention_max_gib)))
             t = raw.get("thresholds", {})
             prefs.thresholds = Thresholds(**{k: float(v) for k, v in t.items()
                                              if k in Thresholds.__dataclass_fields__})

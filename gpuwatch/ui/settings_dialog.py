@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -48,6 +49,10 @@ class SettingsDialog(QDialog):
         self.mem_warning = _double(1, 100, t.memory_warning_percent, " %")
         self.mem_critical = _double(1, 100, t.memory_critical_percent, " %")
         self.temp_warning = _double(30, 120, t.temperature_warning_c, " °C")
+        self.record = QCheckBox("Record what the window samples (Sessions menu, Ctrl+O)")
+        self.record.setChecked(prefs.record_sessions)
+        self.retention_days = _double(1, 3650, prefs.retention_days, " days")
+        self.retention_gib = _double(0.1, 10000, prefs.retention_max_gib, " GiB", 1.0, 1)
         form = QFormLayout(self)
         form.addRow("Sample every", self.interval)
         form.addRow("Byte units", self.units)
@@ -55,6 +60,9 @@ class SettingsDialog(QDialog):
         form.addRow("Memory warning at", self.mem_warning)
         form.addRow("Memory critical at", self.mem_critical)
         form.addRow("Temperature warning at", self.temp_warning)
+        form.addRow("Sessions", self.record)
+        form.addRow("Delete sessions older than", self.retention_days)
+        form.addRow("Keep sessions within", self.retention_gib)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -66,4 +74,7 @@ class SettingsDialog(QDialog):
             self._prefs, interval_s=round(self.interval.value(), 1),
             units=self.units.currentData(), theme=self.theme.currentData(),
             thresholds=Thresholds(self.mem_warning.value(), self.mem_critical.value(),
-                                  self.temp_warning.value()))
+                                  self.temp_warning.value()),
+            record_sessions=self.record.isChecked(),
+            retention_days=self.retention_days.value(),
+            retention_max_gib=round(self.retention_gib.value(), 1))

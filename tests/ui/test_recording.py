@@ -1,0 +1,140 @@
+"""Recording from the window: on by default, pause/resume, off, write failures, retention."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+import pytest
+from conftest import sample_at
+
+from gpuwatch.sessions import paths
+from gpuwatch.sessions.reader import SessionReader
+from gpuwatch.ui.recording import RecordingController
+from gpuwatch.ui.settings import Preferences, Settings
+
+
+def feed_both(window, controller, backend, times) -> None:
+    """What the app does: each batch goes to the window and to the recorder."""
+    for t in times:
+        batch = [sample_at(backend, t)]
+        window.on_snapshots(batch)
+        controller.on_snapshots(batch)
+
+
+def test_records_by_default_and_the_reader_opens_it(make_window, scenario):
+    assert Preferences().record_sessions is True
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    assert rec.label.text() == "● Recording"
+    feed_both(window, rec, scenario("workstation"), range(0, 30))
+    assert rec.path is not None and rec.path.parent == paths.sessions_dir()
+    rec._update_label()
+    assert rec.label.text().startswith("● Recording · ")
+    window.close()                         # the window's closing signal ends the session
+    assert rec.state == "off" and rec.label.text() == "Not recording"
+    with SessionReader(rec.path) as r:
+        info = r.info()
+        assert info.samples == 30
+        assert info.ended_at_s is not None and info.duration_s == pytest.approx(29, abs=0.01)
+        assert len(r.gpus()) == 2
+
+
+def test_pause_and_resume(make_window, scenario, qtbot):
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    backend = scenario("workstation")
+    feed_both(window, rec, backend, range(0, 10))
+    rec.pause_action.trigger()
+    assert rec.paused and rec.label.text() == "Paused"
+    feed_both(window, rec, backend, range(10, 20))
+    assert window.samples == 20            # the window keeps sampling
+    rec.toggle_pause()
+    assert rec.label.text().startswith("● Recording")
+    feed_both(window, rec, backend, range(20, 25))
+    rec.close()
+    with SessionReader(rec.path) as r:
+        assert r.info().samples == 15
+        kinds = [e.kind for e in r.events()]
+    assert "recording-paused" in kinds and "recording-resumed" in kinds
+
+
+def test_setting_off_records_nothing(make_window, scenario, settings_path):
+    s = Settings(settings_path)
+    prefs = s.preferences()
+    prefs.record_sessions = False
+    s.set_preferences(prefs)
+    s.sync()
+    window = make_window()
+    assert window.prefs.record_sessions is False
+    rec = RecordingController(window, 1.0)
+    feed_both(window, rec, scenario("workstation"), range(0, 10))
+    assert rec.label.text() == "Not recording"
+    assert rec.path is None and paths.list_sessions() == []
+
+
+def test_turning_the_setting_off_ends_the_session(make_window, scenario):
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    backend = scenario("workstation")
+    feed_both(window, rec, backend, range(0, 5))
+    first = rec.path
+    prefs = Preferences(**{**window.prefs.__dict__, "record_sessions": False})
+    window.apply_preferences(prefs)
+    assert rec.state == "off"
+    with SessionReader(first) as r:
+        assert r.info().ended_at_s is not None
+    window.apply_preferences(Preferences(**{**prefs.__dict__, "record_sessions": True}))
+    feed_both(window, rec, backend, range(5, 8))
+    assert rec.path != first and rec.recording
+
+
+def test_write_failure_is_shown_and_the_window_keeps_updating(make_window, scenario, qtbot):
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    backend = scenario("workstation")
+    feed_both(window, rec, backend, range(0, 3))
+    assert rec.recorder is not None
+
+    def broken(*_args):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    rec.recorder._writer.add_snapshot = broken        # the disk goes away mid-session
+    feed_both(window, rec, backend, range(3, 6))
+    qtbot.waitUntil(lambda: rec.state == "failed", timeout=5000)
+    assert "disk I/O error" in window.statusBar().currentMessage()
+    assert rec.label.text() == "Recording failed"
+    feed_both(window, rec, backend, range(6, 10))
+    assert window.samples == 10
+    rec.close()
+
+
+def test_unwritable_folder_is_shown_not_raised(make_window, scenario, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("GPUWATCH_DATA_DIR", str(blocker))
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    feed_both(window, rec, scenario("workstation"), range(0, 3))
+    assert rec.state == "failed" and "cannot be created" in window.statusBar().currentMessage()
+    assert window.samples == 3
+
+
+def test_prune_on_start_keeps_the_current_session(make_window, scenario, qtbot):
+    folder = paths.sessions_dir()
+    folder.mkdir(parents=True)
+    old = folder / f"session-old{paths.SUFFIX}"
+    old.write_bytes(b"x" * 100)
+    wal = folder / f"session-old{paths.SUFFIX}-wal"
+    wal.write_bytes(b"x")
+    ancient = time.time() - 90 * 86400
+    os.utime(old, (ancient, ancient))
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    feed_both(window, rec, scenario("workstation"), range(0, 3))
+    qtbot.waitUntil(lambda: not old.exists(), timeout=5000)
+    assert not wal.exists()
+    assert rec.path is not None and rec.path.exists()
+    qtbot.waitUntil(lambda: "old session" in window.statusBar().currentMessage(), timeout=5000)
+    rec.close()
