@@ -79,6 +79,27 @@ class Ring:
     def append(self, row: Mapping[str, float | None]) -> None:
         self.append_values([row.get(name) for name in self._names])
 
+    def load_columns(self, columns: Mapping[str, np.ndarray]) -> None:
+        """Replace the contents with whole columns of equal length, oldest first (a
+        recorded session being replayed). Only the newest ``capacity`` rows are kept; a
+        column not given is unknown (NaN)."""
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise ValueError("columns must have equal lengths")
+        n = lengths.pop() if lengths else 0
+        keep = min(n, self.capacity)
+        size = max(1, keep, min(self._size, self.capacity))
+        arrays = []
+        for name, arr in zip(self._names, self._arrays, strict=True):
+            fresh = np.full(size, np.nan, dtype=arr.dtype)
+            if name in columns and keep:
+                fresh[:keep] = np.asarray(columns[name])[n - keep:]
+            arrays.append(fresh)
+        self._arrays = arrays
+        self._size = size
+        self._start = 0
+        self._len = keep
+
     def column(self, name: str, last: int | None = None) -> np.ndarray:
         """The column in time order (a copy), optionally only its ``last`` rows."""
         arr = self._arrays[self._names.index(name)]
