@@ -1,7 +1,10 @@
-"""A home for the advisor's hints: severity, what was seen, what to do.
+"""The Advisor tab: the open hints, worst first — severity, title, evidence, actions.
 
-The advisor fills it through :meth:`AdvisorPanel.set_hints`; until then it shows its
-empty state. :class:`HintView` is deliberately plain so any rule engine can feed it.
+The window fills it from the advisor (:mod:`gpuwatch.ui.advisor_bridge`) through
+:meth:`AdvisorPanel.set_hints`. :class:`HintView` is deliberately plain so any rule
+engine (or a test) can feed it; :func:`hint_view` makes one from a core ``Hint``.
+Clicking a hint emits :attr:`AdvisorPanel.hint_activated`; the window then selects
+the hint's GPU and process.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ import html
 from dataclasses import dataclass
 from typing import Literal
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
+from gpuwatch.core.hints import Hint
 from gpuwatch.ui import theme
 
 Severity = Literal["info", "warning", "critical"]
@@ -28,15 +32,61 @@ class HintView:
     action: str = ""
     gpu: int | None = None
     pid: int | None = None
+    code: str = ""
+    actions: tuple[str, ...] = ()      # one line each; ``action`` is kept for plain feeds
+    process_name: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int | None, int | None]:
+        """The advisor's hint key (code, GPU, pid): stable while the hint stays open."""
+        return (self.code, self.gpu, self.pid)
+
+    @property
+    def where(self) -> str:
+        pid = None if self.pid is None else (
+            f"pid {self.pid}" + (f" ({self.process_name})" if self.process_name else ""))
+        return " · ".join(x for x in (None if self.gpu is None else f"GPU {self.gpu}", pid)
+                          if x)
+
+
+def hint_view(hint: Hint) -> HintView:
+    """The panel's view of an advisor hint."""
+    return HintView(
+        severity=hint.severity.value,  # type: ignore[arg-type]
+        title=hint.title,
+        evidence="\n".join(hint.evidence),
+        action="; ".join(a.summary for a in hint.actions),
+        gpu=hint.gpu_index, pid=hint.pid, code=hint.code,
+        actions=tuple(a.summary for a in hint.actions), process_name=hint.process_name)
+
+
+def hint_html(h: HintView) -> str:
+    c = theme.colors()
+    color = {"critical": c.critical, "warning": c.warning}.get(h.severity, c.muted)
+    where = h.where
+    actions = h.actions or ((h.action,) if h.action else ())
+    evidence = "".join(f"<br>{html.escape(line)}" for line in h.evidence.splitlines() if line)
+    todo = "".join(f"<br>→ <i>{html.escape(a)}</i>" for a in actions)
+    return (f"<span style='color:{color}'><b>{SEVERITY_LABELS.get(h.severity, h.severity)}"
+            f"</b></span>&nbsp; <b>{html.escape(h.title)}</b>"
+            + (f" <span style='color:{c.muted}'>({html.escape(where)})</span>" if where else "")
+            + (f"<span style='color:{c.muted}'>{evidence}</span>" if evidence else "")
+            + todo)
 
 
 class AdvisorPanel(QWidget):
+    hint_activated = Signal(object)      # HintView the user clicked
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.hints: list[HintView] = []
+        self._shown: list[tuple[HintView, str]] = []
         self.list = QListWidget()
         self.list.setWordWrap(True)
-        self.list.setSelectionMode(QListWidget.SelectionMode.NoSelection)
+        self.list.setSelectionMode(QListWidget.SelectionMode.SingleSelection)
+        self.list.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
+        self.list.itemClicked.connect(self._clicked)
+        self.list.itemActivated.connect(self._clicked)
         self.empty = QLabel("No hints — nothing needs your attention.")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setProperty("muted", True)
@@ -47,26 +97,74 @@ class AdvisorPanel(QWidget):
         self.set_hints([])
 
     def set_hints(self, hints: list[HintView]) -> None:
+        """Show ``hints`` worst first; rows whose text is unchanged are kept as they are."""
         self.hints = sorted(hints, key=lambda h: SEVERITY_ORDER.get(h.severity, 3))
-        self.list.clear()
-        c = theme.colors()
-        colors = {"critical": c.critical, "warning": c.warning, "info": c.muted}
-        for h in self.hints:
-            where = " · ".join(x for x in (
-                None if h.gpu is None else f"GPU {h.gpu}",
-                None if h.pid is None else f"pid {h.pid}") if x)
-            label = QLabel(
-                f"<span style='color:{colors.get(h.severity, c.muted)}'><b>"
-                f"{SEVERITY_LABELS.get(h.severity, h.severity)}</b></span> "
-                f"<b>{html.escape(h.title)}</b>"
-                + (f" <span style='color:{c.muted}'>({where})</span>" if where else "")
-                + (f"<br>{html.escape(h.evidence)}" if h.evidence else "")
-                + (f"<br><i>{html.escape(h.action)}</i>" if h.action else ""))
-            label.setWordWrap(True)
-            label.setContentsMargins(6, 4, 6, 4)
-            item = QListWidgetItem()
-            item.setSizeHint(label.sizeHint())
-            self.list.addItem(item)
-            self.list.setItemWidget(item, label)
+        rows = [(h, hint_html(h)) for h in self.hints]
+        if [t for _, t in rows] == [t for _, t in self._shown]:
+            self._shown = rows
+            return
+        selected = self.selected_key()
+        self.list.setUpdatesEnabled(False)
+        for i, (_, text) in enumerate(rows):
+            if i < len(self._shown) and self._shown[i][1] == text:
+                continue
+            if i < self.list.count():
+                label = self.list.itemWidget(self.list.item(i))
+                assert isinstance(label, QLabel)
+                label.setText(text)
+                item = self.list.item(i)
+            else:
+                label = QLabel(text)
+                label.setWordWrap(True)
+                label.setTextFormat(Qt.TextFormat.RichText)
+                label.setContentsMargins(8, 6, 8, 6)
+                item = QListWidgetItem()
+                self.list.addItem(item)
+                self.list.setItemWidget(item, label)
+            self._fit(item)
+        while self.list.count() > len(rows):
+            self.list.takeItem(self.list.count() - 1)
+        self._shown = rows
+        self.list.setUpdatesEnabled(True)
+        if selected is not None:
+            self.select_key(selected, emit=False)
         self.empty.setVisible(not self.hints)
         self.list.setVisible(bool(self.hints))
+
+    def selected_key(self) -> tuple[str, int | None, int | None] | None:
+        row = self.list.currentRow()
+        items = self.list.selectedItems()
+        if not items or not 0 <= row < len(self.hints):
+            return None
+        return self.hints[row].key
+
+    def select_key(self, key: tuple[str, int | None, int | None], emit: bool = True) -> bool:
+        """Select the hint with ``key``; False when no such hint is shown."""
+        for row, h in enumerate(self.hints):
+            if h.key == key:
+                self.list.setCurrentRow(row)
+                self.list.scrollToItem(self.list.item(row))
+                if emit:
+                    self.hint_activated.emit(h)
+                return True
+        return False
+
+    def resizeEvent(self, event: object) -> None:
+        super().resizeEvent(event)  # type: ignore[arg-type]
+        for row in range(self.list.count()):      # wrapped labels change height with width
+            self._fit(self.list.item(row))
+
+    def _fit(self, item: QListWidgetItem) -> None:
+        label = self.list.itemWidget(item)
+        if label is None:
+            return
+        width = self.list.viewport().width() - 2
+        hint = label.sizeHint()
+        if width > 50 and label.hasHeightForWidth():
+            hint = QSize(width, label.heightForWidth(width))
+        item.setSizeHint(hint)
+
+    def _clicked(self, item: QListWidgetItem) -> None:
+        row = self.list.row(item)
+        if 0 <= row < len(self.hints):
+            self.hint_activated.emit(self.hints[row])

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.advisor import LinkedBudget, link_estimate
 from gpuwatch.budget import catalog
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.estimator import Estimate, estimate
@@ -149,6 +150,22 @@ def evaluate(request: BudgetRequest, capacity_bytes: int | None = None) -> Budge
         what_if=tuple((w.change, w.total_bytes, w.saves_bytes) for w in levers),
         notes=tuple(est.notes),
     )
+
+
+@lru_cache(maxsize=64)
+def linked_budget(request: BudgetRequest) -> LinkedBudget | None:
+    """The advisor's view of a budget (peak, levers, largest batch), or None when invalid."""
+    try:
+        spec = _spec(request.model)
+        est = estimate(spec, Workload(mode=request.mode, batch=request.batch,  # type: ignore[arg-type]
+                                      seq=request.seq),
+                       Setup(precision=request.precision, optimizer=request.optimizer,
+                             checkpointing=request.checkpointing,
+                             flash_attention=request.flash_attention, zero=request.zero,
+                             dp=request.dp, lora_rank=request.lora_rank))
+    except (BudgetError, BudgetInputError):
+        return None
+    return link_estimate(est, spec, label=request.label)
 
 
 def predict(request: BudgetRequest) -> Prediction | None:

@@ -29,10 +29,12 @@ from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
 from gpuwatch.core.units import UnitSystem
 from gpuwatch.ui import budget_adapter, theme
+from gpuwatch.ui.advisor_bridge import WindowAdvisor
 from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView
 from gpuwatch.ui.budget_links import FORM_KEY, BudgetLinks
 from gpuwatch.ui.budget_panel import BudgetPanel
 from gpuwatch.ui.cards_view import CardsView
+from gpuwatch.ui.hint_banner import HintBanner
 from gpuwatch.ui.overlay import Overlay
 from gpuwatch.ui.plots import WINDOW_LABELS, TimePlots
 from gpuwatch.ui.process_model import Key
@@ -47,6 +49,7 @@ TABS = ("Processes", "Budget", "Advisor")
 class MainWindow(QMainWindow):
     preferences_changed = Signal(object)   # Preferences
     closing = Signal()
+    quit_requested = Signal()              # File > Quit: leave even when a tray could stay
 
     def __init__(self, settings: Settings, banner: str | None = None, fallback: bool = False,
                  history: History | None = None):
@@ -98,6 +101,8 @@ class MainWindow(QMainWindow):
         v.setContentsMargins(0, 0, 0, 0)
         v.setSpacing(0)
         v.addWidget(self.banner)
+        self.hint_banner = HintBanner()
+        v.addWidget(self.hint_banner)
         v.addWidget(self.main, 1)
         self.setCentralWidget(central)
 
@@ -112,6 +117,8 @@ class MainWindow(QMainWindow):
         self.processes.selection_changed.connect(lambda _: self._update_capacity())
         self.budget.link_clicked.connect(self._link_selected)
         self.plots.window_changed.connect(self._window_changed)
+        self.hint_source = WindowAdvisor(self)
+        self.hint_banner.open_requested.connect(self.hint_source.open_hint)
         self._build_menus()
         self._restore()
         self.apply_preferences(self.prefs, initial=True)
@@ -124,8 +131,10 @@ class MainWindow(QMainWindow):
             return
         for snap in snaps:
             self.history.append(snap)
+            self.hint_source.observe()
         self.samples += len(snaps)
         self.refresh()
+        self.hint_source.flush()
 
     def on_snapshot(self, snap: Snapshot) -> None:
         self.on_snapshots([snap])
@@ -291,7 +300,7 @@ class MainWindow(QMainWindow):
         self._action(file, "Save screenshot…", self._save_screenshot, SHORTCUTS["screenshot"])
         self._action(file, "Settings…", self.open_settings, SHORTCUTS["settings"])
         file.addSeparator()
-        self._action(file, "Quit", self.close, SHORTCUTS["quit"])
+        self._action(file, "Quit", self.quit, SHORTCUTS["quit"])
         view = bar.addMenu("&View")
         self._action(view, "Pause / live", self.plots.toggle_pause, SHORTCUTS["pause"])
         for i, seconds in enumerate(PLOT_WINDOWS_S, start=1):
@@ -309,6 +318,10 @@ class MainWindow(QMainWindow):
         proc.addAction(self.processes.terminate_action)
         help_ = bar.addMenu("&Help")
         self._action(help_, "Keyboard shortcuts", self._show_shortcuts, SHORTCUTS["help"])
+
+    def quit(self) -> None:
+        self.quit_requested.emit()
+        self.close()
 
     def _focus_filter(self) -> None:
         self.tabs.setCurrentIndex(0)
