@@ -138,3 +138,19 @@ def test_prune_on_start_keeps_the_current_session(make_window, scenario, qtbot):
     assert rec.path is not None and rec.path.exists()
     qtbot.waitUntil(lambda: "old session" in window.statusBar().currentMessage(), timeout=5000)
     rec.close()
+
+
+def test_ctrl_o_opens_the_browser_on_the_current_session(make_window, scenario, qtbot):
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    feed_both(window, rec, scenario("workstation"), range(0, 3))
+    assert rec.browse_action.shortcut().toString() == "Ctrl+O"
+    menus = [a.text() for a in window.menuBar().actions()]
+    assert menus.index("&Sessions") == menus.index("&Help") - 1
+    rec.browse_action.trigger()
+    browser = rec.browser
+    assert browser is not None and browser.isVisible()
+    qtbot.waitUntil(lambda: not browser.lister.loading, timeout=10000)
+    assert [e.path for e in browser.model.entries] == [rec.path]
+    assert browser.model.current == rec.path
+    rec.close()
