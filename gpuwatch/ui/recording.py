@@ -111,6 +111,9 @@ class RecordingController(QObject):
             window.closing.connect(self.close)
         if hasattr(window, "preferences_changed"):
             window.preferences_changed.connect(self.apply_preferences)
+        hint_source = getattr(window, "hint_source", None)     # the window's advisor
+        if hint_source is not None and hasattr(hint_source, "events"):
+            hint_source.events.connect(self.on_hint_events)
         app = QApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.close)

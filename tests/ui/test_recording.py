@@ -154,3 +154,13 @@ def test_ctrl_o_opens_the_browser_on_the_current_session(make_window, scenario, 
     assert [e.path for e in browser.model.entries] == [rec.path]
     assert browser.model.current == rec.path
     rec.close()
+
+
+def test_the_window_advisor_hints_are_recorded(make_window, scenario):
+    window = make_window()
+    rec = RecordingController(window, 1.0)
+    feed_both(window, rec, scenario("oom-ramp"), range(0, 240))
+    rec.close()
+    with SessionReader(rec.path) as r:
+        hints = r.hints()
+    assert hints and hints[0].gpu == 0
