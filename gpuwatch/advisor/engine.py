@@ -40,6 +40,7 @@ from gpuwatch.core.hints import (
     Severity,
 )
 from gpuwatch.core.history import History
+from gpuwatch.core.snapshot import Snapshot
 
 Rule = Callable[[RuleContext], list[Finding]]
 CRITICAL_OPEN_AFTER_S = 5.0
@@ -104,6 +105,16 @@ class Advisor:
         else:
             self._allocator[(gpu_index, pid)] = stats
 
+    def _take_probe_figures(self, snap: Snapshot) -> None:
+        """Allocator figures that in-process probes published with this snapshot."""
+        for report in snap.probes:
+            stats = report.allocator_stats()
+            if stats is None:
+                continue
+            for p in snap.processes:
+                if p.pid == report.pid:
+                    self._allocator[(p.gpu_index, p.pid)] = stats
+
     # --- outputs ------------------------------------------------------------------
     @property
     def active(self) -> list[Hint]:
@@ -119,6 +130,7 @@ class Advisor:
             return []
         now = self._last_s = snap.timestamp_s
         self._gpu_log.observe(snap)
+        self._take_probe_figures(snap)
         open_keys = frozenset(k for k, t in self._tracks.items() if t.hint is not None)
         ctx = RuleContext(history, self.settings, self._links, self._allocator, open_keys,
                           self._gpu_log)

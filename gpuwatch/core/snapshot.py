@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
+from gpuwatch.core.probe_format import ProbeReport
+
 
 class GpuState(StrEnum):
     OK = "ok"
@@ -95,11 +97,18 @@ class Snapshot:
     backend: BackendInfo
     gpus: tuple[GpuSample, ...]
     warnings: tuple[str, ...] = field(default=())   # e.g. a PID namespace hiding processes
+    probes: tuple[ProbeReport, ...] = field(default=())  # in-process probe reports, by pid
 
     def gpu(self, index: int) -> GpuSample | None:
         for gpu in self.gpus:
             if gpu.index == index:
                 return gpu
+        return None
+
+    def probe(self, pid: int) -> ProbeReport | None:
+        for report in self.probes:
+            if report.pid == pid:
+                return report
         return None
 
     @property

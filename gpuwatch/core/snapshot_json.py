@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuwatch.core.probe_format import probe_report_to_json
 from gpuwatch.core.snapshot import BackendInfo, GpuSample, ProcessSample, Snapshot
 
 SNAPSHOT_SCHEMA = "gpuwatch.snapshot/1"
@@ -91,4 +92,5 @@ def snapshot_to_json(s: Snapshot) -> dict[str, Any]:
         "backend": backend_to_json(s.backend),
         "gpus": [gpu_to_json(g) for g in s.gpus],
         "warnings": list(s.warnings),
+        "probes": [probe_report_to_json(r) for r in s.probes],
     }

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.clock import Clock, ScaledClock, SteppedClock, WallClock
 from gpuwatch.telemetry.nvml import NvmlBackend
+from gpuwatch.telemetry.probes import ProbeDirectory
 from gpuwatch.telemetry.sim.catalog import resolve_scenario
 from gpuwatch.telemetry.sim.host import ScenarioHost
 from gpuwatch.telemetry.sim.library import SimulatedNvml
+from gpuwatch.telemetry.sim.probes import ScenarioProbes
 
 MAX_SPEED = "max"
 
@@ -33,12 +35,15 @@ def make_clock(time_scale: float | str, start_at_s: float = 0.0) -> Clock:
 def open_backend(options: SourceOptions) -> NvmlBackend:
     """An opened backend. Raises NvmlUnavailableError or ScenarioError with a plain reason."""
     if options.demo is None:
-        return NvmlBackend(clock=WallClock(), pcie_thread=not options.pcie_inline).open()
+        return NvmlBackend(clock=WallClock(), pcie_thread=not options.pcie_inline,
+                           probes=ProbeDirectory()).open()
     scenario = resolve_scenario(options.demo or None)
     clock = make_clock(options.time_scale, options.start_at_s)
     lib = SimulatedNvml(scenario, clock, loop=options.loop,
                         pcie_latency_s=options.pcie_latency_s)
+    probes = ScenarioProbes(lib)
     backend = NvmlBackend(lib, host=ScenarioHost(lib, clock), clock=clock,
+                          probes=probes if probes else None,
                           kind=BackendKind.SIMULATED, scenario=scenario.name,
                           pcie_thread=options.pcie_latency_s > 0 and not options.pcie_inline)
     return backend.open()

@@ -14,6 +14,7 @@ from advisor_support import GIB, run_scenario
 from gpuwatch.advisor import Advisor
 from gpuwatch.budget import Setup, Workload, estimate, lookup_model
 from gpuwatch.core.hints import HintEventKind
+from gpuwatch.core.resources import resource_path
 
 
 def _linked(advisor: Advisor, gpu: int, pid: int, model: str, batch: int, seq: int,
@@ -59,15 +60,27 @@ def test_leak_is_named_with_its_rate() -> None:
     assert hint.value("leak_bytes_per_s") == pytest.approx(72 * 1024**2 / 60, rel=0.05)
 
 
-def test_fragmentation_against_the_runs_own_budget() -> None:
+def test_fragmentation_against_the_runs_own_budget(tmp_path) -> None:
     advisor = Advisor()
     # the process's command line: gpt2-medium, batch 8, seq 1024, amp-bf16
     _linked(advisor, 0, 66120, "gpt2-medium", 8, 1024, precision="amp-bf16")
-    run = run_scenario("fragmentation", 600, advisor=advisor)
+    # without its probe, only the budget can tell fragmentation from a leak
+    text = (resource_path("scenarios", "fragmentation.toml").read_text()
+            .split("[processes.probe]")[0])
+    (tmp_path / "no-probe.toml").write_text(text)
+    run = run_scenario(str(tmp_path / "no-probe.toml"), 600, advisor=advisor)
     assert "fragmentation" in run.codes()
     hint = next(e.hint for _, e in run.events if e.hint.code == "fragmentation")
     assert hint.value("unexplained_bytes") >= 2 * GIB   # type: ignore[operator]
     assert "expandable_segments:True" in hint.actions[0].text
+    assert "memory-leak" not in run.codes()
+
+
+def test_fragmentation_from_the_probes_allocator_figures() -> None:
+    run = run_scenario("fragmentation", 700)            # no budget linked: the probe speaks
+    first, *_, last = [e.hint for _, e in run.events if e.hint.code == "fragmentation"]
+    assert first.value("inactive_split_bytes") >= 2 * GIB  # type: ignore[operator]
+    assert last.value("reserved_bytes") > 2 * last.value("allocated_bytes")  # type: ignore[operator]
     assert "memory-leak" not in run.codes()
 
 

@@ -7,7 +7,8 @@ of the window rise (a single step up, such as a notebook loading a second model,
 not a leak).
 
 Through NVML a fragmenting caching allocator looks the same as a leak; when a linked
-budget shows the process far above what it needs, ``fragmentation`` speaks instead.
+budget shows the process far above what it needs, or its probe shows that most of what
+it holds is idle cache, ``fragmentation`` speaks instead.
 """
 
 from __future__ import annotations
@@ -85,10 +86,21 @@ def _finding(ctx: RuleContext, gpu: GpuSample, p: ProcessSample, trend: Trend) -
     )
 
 
+def _mostly_cache(ctx: RuleContext, gpu_index: int, pid: int) -> bool:
+    """The probe says most of what the process holds is idle cache, not tensors: the
+    growth is the caching allocator's (``fragmentation`` speaks), not a leak."""
+    stats = ctx.allocator.get((gpu_index, pid))
+    if stats is None or stats.reserved_bytes is None or stats.allocated_bytes is None:
+        return False
+    return stats.allocated_bytes < 0.5 * stats.reserved_bytes
+
+
 def memory_leak(ctx: RuleContext) -> list[Finding]:
     out = []
     for gpu in ctx.ok_gpus():
         for p in gpu.processes:
+            if _mostly_cache(ctx, gpu.index, p.pid):
+                continue
             trend = floor_trend(ctx, gpu.index, p.pid)
             if trend is not None and unexplained(ctx, gpu.index, p.pid) is None:
                 out.append(_finding(ctx, gpu, p, trend))

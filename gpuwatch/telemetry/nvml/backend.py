@@ -36,6 +36,7 @@ from gpuwatch.telemetry.nvml.translate import (
     text,
 )
 from gpuwatch.telemetry.pcie import PciePoller, PcieReading
+from gpuwatch.telemetry.probes import ProbeSource
 
 
 class NvmlBackend:
@@ -44,12 +45,14 @@ class NvmlBackend:
     def __init__(self, lib: types.ModuleType = pynvml, host: HostInfo | None = None,
                  clock: Clock | None = None, *, kind: BackendKind = BackendKind.NVML,
                  scenario: str | None = None, pcie_thread: bool = True,
-                 pcie_interval_s: float = 1.0, lost_retry_s: float = 2.0):
+                 pcie_interval_s: float = 1.0, lost_retry_s: float = 2.0,
+                 probes: ProbeSource | None = None):
         if host is None:
             from gpuwatch.telemetry.host import PsutilHost
             host = PsutilHost()
         self._lib = lib
         self._host = host
+        self._probes = probes
         self.clock: Clock = clock or WallClock()
         self._kind = kind
         self._scenario = scenario
@@ -211,6 +214,7 @@ class NvmlBackend:
                 # else: the process ended between NVML's list and the host lookup
             processes.sort(key=lambda p: -(p.used_bytes or 0))
             gpus.append(GpuSample(**fields, processes=tuple(processes)))
+        probes = self._read_probes(pids, host) if pids and self._probes is not None else ()
         warnings = ()
         if hidden:
             warnings = (
@@ -218,7 +222,16 @@ class NvmlBackend:
                 f"{hidden} of {len(pids)} pids reported by NVML are not visible here. "
                 "Run the container with --pid=host to see their names and users.",
             )
-        return Snapshot(timestamp, self.info, tuple(gpus), warnings)
+        return Snapshot(timestamp, self.info, tuple(gpus), warnings, probes)
+
+    def _read_probes(self, pids: set[int], host: dict[int, HostProcess]) -> tuple:
+        """Probe reports of listed processes, not older than the process (pid reuse)."""
+        reports = []
+        for pid, report in self._probes.read(pids).items():
+            started = host[pid].started_at_s if pid in host else None
+            if started is None or report.published_at_s >= started - 1.0:
+                reports.append(report)
+        return tuple(reports)
 
     def _read_gpu(self, dev: Device) -> tuple[dict[str, Any], dict[int, tuple]]:
         lib, h = self._lib, dev.handle

@@ -41,6 +41,24 @@ class ScenarioGpu:
 
 
 @dataclass(frozen=True)
+class ScenarioProbe:
+    """What an in-process probe would publish for a simulated process."""
+
+    parameters: int
+    dtype: str = "float32"
+    trainable_parameters: int | None = None
+    optimizer: str | None = None
+    optimizer_state_bytes: int | None = None
+    gradient_bytes: int | None = None
+    buffer_bytes: int = 0
+    allocated: Signal | None = None
+    reserved: Signal | None = None
+    inactive_split: Signal | None = None
+    alloc_retries: Signal | None = None
+    alloc_conf: str | None = None
+
+
+@dataclass(frozen=True)
 class ScenarioProcess:
     pid: int
     gpu: int
@@ -57,6 +75,7 @@ class ScenarioProcess:
     memory_busy_percent: Signal = field(default_factory=lambda: Constant(0.0))
     cpu_percent: float | None = None
     rss_bytes: int | None = None
+    probe: ScenarioProbe | None = None
 
     def alive_at(self, t: float) -> bool:
         return self.start_s <= t and (self.end_s is None or t < self.end_s)
@@ -237,8 +256,40 @@ def _gpu(r: _Reader, raw: Any, path: str) -> ScenarioGpu:
 _PROCESS_KEYS = {
     "pid", "gpu", "name", "cmdline", "user", "container", "start_s", "end_s", "memory",
     "report_memory", "kind", "gpu_util_percent", "memory_busy_percent", "cpu_percent", "rss",
-    "repeat",
+    "repeat", "probe",
 }
+_PROBE_KEYS = {
+    "parameters", "dtype", "trainable_parameters", "optimizer", "optimizer_state",
+    "gradients", "buffers", "allocated", "reserved", "inactive_split", "alloc_retries",
+    "alloc_conf",
+}
+
+
+def _probe(r: _Reader, raw: Any, path: str) -> ScenarioProbe:
+    t = r.table(raw, path, _PROBE_KEYS, {"parameters"})
+    size = lambda v, p: float(r.size(v, p))  # noqa: E731
+    opt_size = {key: r.size(t[key], f"{path}.{key}") for key in
+                ("optimizer_state", "gradients", "buffers") if key in t}
+    signals = {key: r.signal(t[key], f"{path}.{key}", size) for key in
+               ("allocated", "reserved", "inactive_split") if key in t}
+    return ScenarioProbe(
+        parameters=r.integer(t["parameters"], f"{path}.parameters", 1),
+        dtype=r.string(t.get("dtype", "float32"), f"{path}.dtype"),
+        trainable_parameters=(r.integer(t["trainable_parameters"],
+                                        f"{path}.trainable_parameters")
+                              if "trainable_parameters" in t else None),
+        optimizer=r.string(t["optimizer"], f"{path}.optimizer") if "optimizer" in t else None,
+        optimizer_state_bytes=opt_size.get("optimizer_state"),
+        gradient_bytes=opt_size.get("gradients"),
+        buffer_bytes=opt_size.get("buffers", 0),
+        allocated=signals.get("allocated"),
+        reserved=signals.get("reserved"),
+        inactive_split=signals.get("inactive_split"),
+        alloc_retries=(r.signal(t["alloc_retries"], f"{path}.alloc_retries", r.number)
+                       if "alloc_retries" in t else None),
+        alloc_conf=r.string(t["alloc_conf"], f"{path}.alloc_conf") if "alloc_conf" in t
+        else None,
+    )
 
 
 def _processes(r: _Reader, raw: Any, path: str, n_gpus: int) -> list[ScenarioProcess]:
@@ -279,6 +330,7 @@ def _processes(r: _Reader, raw: Any, path: str, n_gpus: int) -> list[ScenarioPro
         cpu_percent=(r.number(t["cpu_percent"], f"{path}.cpu_percent")
                      if "cpu_percent" in t else None),
         rss_bytes=r.size(t["rss"], f"{path}.rss") if "rss" in t else None,
+        probe=_probe(r, t["probe"], f"{path}.probe") if "probe" in t else None,
     )
     if "repeat" not in t:
         return [base]
