@@ -26,7 +26,9 @@ def add_gui_parser(sub: argparse._SubParsersAction) -> None:
                         "on simulated GPUs, S virtual seconds of history, default 600)")
     p.add_argument("--theme", choices=("system", "light", "dark"),
                    help="the colour theme for this run (default: the saved setting)")
-    p.add_argument("--tray", action="store_true", help=argparse.SUPPRESS)  # reserved
+    p.add_argument("--tray", action="store_true",
+                   help="start in the system tray, without the window (minimised where the "
+                        "desktop has no tray)")
     p.set_defaults(func=run_gui)
 
 
@@ -36,4 +38,4 @@ def run_gui(args: argparse.Namespace) -> int:
     return launch(LaunchOptions(
         demo=args.demo, interval_s=args.interval, time_scale=args.time_scale,
         screenshot=args.screenshot, screenshot_after_s=args.screenshot_after,
-        theme=args.theme))
+        theme=args.theme, tray=args.tray))

@@ -23,6 +23,7 @@ from gpuwatch.ui.bridge import SnapshotBridge
 from gpuwatch.ui.main_window import MainWindow
 from gpuwatch.ui.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
+from gpuwatch.ui.tray import TrayController
 
 FALLBACK_SCENARIO = "workstation"
 
@@ -36,6 +37,7 @@ class LaunchOptions:
     screenshot_after_s: float | None = None
     theme: str | None = None             # overrides the saved theme for this run
     settings_path: str | None = None     # an ini file instead of the user's settings
+    tray: bool = False                   # start in the tray (minimised where there is none)
 
 
 def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
@@ -137,7 +139,11 @@ def launch(opts: LaunchOptions) -> int:
     recording = RecordingController(window, interval)
     session.bridge.snapshots.connect(recording.on_snapshots)
     session.start()
-    window.show()
+    tray = TrayController(window)
+    if not opts.tray:
+        window.show()
+    elif not tray.available:
+        window.showMinimized()         # no tray to live in: minimised, never invisible
     try:
         return app.exec()
     finally:

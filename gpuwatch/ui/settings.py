@@ -34,6 +34,8 @@ class Preferences:
     theme: str = "system"           # "system", "light" or "dark"
     plot_window_s: int = 600
     thresholds: Thresholds = field(default_factory=Thresholds)
+    notifications: bool = True      # warning/critical hints as desktop notifications
+    close_to_tray: bool = True      # closing the window keeps gpuwatch in the tray (if any)
     record_sessions: bool = True    # record what the window samples to a session file
     retention_days: float = 30.0    # sessions older than this are deleted at start
     retention_max_gib: float = 5.0  # then the oldest, until the folder fits this
@@ -74,6 +76,9 @@ class Settings:
                                                           prefs.retention_days)))
             prefs.retention_max_gib = max(0.1, float(raw.get("retention_max_gib",
                                                              prefs.retention_max_gib)))
+            for name in ("notifications", "close_to_tray"):
+                if isinstance(raw.get(name), bool):
+                    setattr(prefs, name, raw[name])
             t = raw.get("thresholds", {})
             prefs.thresholds = Thresholds(**{k: float(v) for k, v in t.items()
                                              if k in Thresholds.__dataclass_fields__})

@@ -60,6 +60,13 @@ class SettingsDialog(QDialog):
         form.addRow("Memory warning at", self.mem_warning)
         form.addRow("Memory critical at", self.mem_critical)
         form.addRow("Temperature warning at", self.temp_warning)
+        self.notifications = QCheckBox("Desktop notifications for warnings and critical hints")
+        self.notifications.setChecked(prefs.notifications)
+        self.close_to_tray = QCheckBox("Closing the window keeps gpuwatch in the system tray")
+        self.close_to_tray.setChecked(prefs.close_to_tray)
+        self.close_to_tray.setToolTip("Only where the desktop has a system tray")
+        form.addRow("Alerts", self.notifications)
+        form.addRow("", self.close_to_tray)
         form.addRow("Sessions", self.record)
         form.addRow("Delete sessions older than", self.retention_days)
         form.addRow("Keep sessions within", self.retention_gib)
@@ -77,4 +84,6 @@ class SettingsDialog(QDialog):
                                   self.temp_warning.value()),
             record_sessions=self.record.isChecked(),
             retention_days=self.retention_days.value(),
-            retention_max_gib=round(self.retention_gib.value(), 1))
+            retention_max_gib=round(self.retention_gib.value(), 1),
+            notifications=self.notifications.isChecked(),
+            close_to_tray=self.close_to_tray.isChecked())
