@@ -7,18 +7,17 @@ Unknown keys are errors too: a typo must not silently change a scenario.
 
 from __future__ import annotations
 
-import math
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pynvml
 
-from gpuwatch.core.units import UnitError, parse_size
 from gpuwatch.telemetry.errors import ScenarioError
-from gpuwatch.telemetry.sim.signals import GENERATORS, Constant, Points, Signal
+from gpuwatch.telemetry.sim.fields import FieldReader
+from gpuwatch.telemetry.sim.signals import Constant, Signal
 
 SCENARIO_SCHEMA = "gpuwatch.scenario/1"
 PROCESS_KINDS = ("compute", "graphics", "compute+graphics")
@@ -114,94 +113,7 @@ class Scenario:
     source: str = "<scenario>"
 
 
-# ---------------------------------------------------------------------------------------
-# Field readers. Each raises ScenarioError naming the source and the field's path.
-
-
-class _Reader:
-    def __init__(self, source: str):
-        self.source = source
-
-    def fail(self, path: str, reason: str) -> ScenarioError:
-        return ScenarioError(self.source, path, reason)
-
-    def table(self, raw: Any, path: str, allowed: set[str], required: set[str]) -> dict:
-        if not isinstance(raw, Mapping):
-            raise self.fail(path, f"expected a table, got {type(raw).__name__}")
-        for key in raw:
-            if key not in allowed:
-                raise self.fail(f"{path}.{key}" if path else key,
-                                f"unknown key; expected one of {', '.join(sorted(allowed))}")
-        for key in sorted(required):
-            if key not in raw:
-                raise self.fail(f"{path}.{key}" if path else key, "is required")
-        return dict(raw)
-
-    def string(self, raw: Any, path: str) -> str:
-        if not isinstance(raw, str) or not raw.strip():
-            raise self.fail(path, "expected a non-empty string")
-        return raw
-
-    def integer(self, raw: Any, path: str, minimum: int = 0) -> int:
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise self.fail(path, f"expected an integer, got {raw!r}")
-        if raw < minimum:
-            raise self.fail(path, f"must be at least {minimum}, got {raw}")
-        return raw
-
-    def number(self, raw: Any, path: str, minimum: float = 0.0,
-               maximum: float = math.inf) -> float:
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-            raise self.fail(path, f"expected a number, got {raw!r}")
-        if not minimum <= raw <= maximum:
-            bound = f"between {minimum:g} and {maximum:g}" if maximum < math.inf \
-                else f"at least {minimum:g}"
-            raise self.fail(path, f"must be {bound}, got {raw:g}")
-        return float(raw)
-
-    def size(self, raw: Any, path: str) -> int:
-        try:
-            return parse_size(raw)
-        except UnitError as exc:
-            raise self.fail(path, str(exc)) from None
-
-    def percent(self, raw: Any, path: str) -> float:
-        return self.number(raw, path, 0.0, 100.0)
-
-    def signal(self, raw: Any, path: str, value: Callable[[Any, str], float]) -> Signal:
-        """A plain value, a list of [seconds, value] points, or a generator table."""
-        if isinstance(raw, list):
-            if not raw:
-                raise self.fail(path, "a point list needs at least one [seconds, value] point")
-            times: list[float] = []
-            values: list[float] = []
-            for i, point in enumerate(raw):
-                where = f"{path}[{i}]"
-                if not isinstance(point, list) or len(point) != 2:
-                    raise self.fail(where, f"expected a [seconds, value] pair, got {point!r}")
-                t = self.number(point[0], f"{where}[0]")
-                if times and t <= times[-1]:
-                    raise self.fail(where, f"times must increase (got {t:g} after {times[-1]:g})")
-                times.append(t)
-                values.append(value(point[1], f"{where}[1]"))
-            return Points(tuple(times), tuple(values))
-        if isinstance(raw, Mapping):
-            name = raw.get("generator")
-            if name not in GENERATORS:
-                raise self.fail(f"{path}.generator",
-                                f"expected one of {', '.join(GENERATORS)}, got {name!r}")
-            fields, valued, factory = GENERATORS[name]
-            table = self.table(raw, path, {"generator", *fields}, set(fields))
-            parsed = {
-                key: value(table[key], f"{path}.{key}") if key in valued
-                else self.number(table[key], f"{path}.{key}", minimum=1e-9)
-                for key in fields
-            }
-            return factory(parsed)
-        return Constant(value(raw, path))
-
-
-def _error_code(reader: _Reader, raw: Any, path: str) -> tuple[str, int]:
+def _error_code(reader: FieldReader, raw: Any, path: str) -> tuple[str, int]:
     name = reader.string(raw, path).upper()
     code = getattr(pynvml, f"NVML_ERROR_{name}", None)
     if not isinstance(code, int):
@@ -210,14 +122,14 @@ def _error_code(reader: _Reader, raw: Any, path: str) -> tuple[str, int]:
     return name, code
 
 
-def _call_name(reader: _Reader, raw: Any, path: str) -> str:
+def _call_name(reader: FieldReader, raw: Any, path: str) -> str:
     call = reader.string(raw, path)
     if call != "*" and not (call.startswith("nvml") and callable(getattr(pynvml, call, None))):
         raise reader.fail(path, f"{call!r} is not a pynvml function name (or '*')")
     return call
 
 
-def _gpu(r: _Reader, raw: Any, path: str) -> ScenarioGpu:
+def _gpu(r: FieldReader, raw: Any, path: str) -> ScenarioGpu:
     t = r.table(raw, path, {
         "name", "memory_total", "memory_base", "memory_reserved", "memory_bus_width_bits",
         "max_memory_clock_mhz", "uuid", "power_limit_w", "idle_power_w", "nvlink_links",
@@ -265,7 +177,7 @@ _PROBE_KEYS = {
 }
 
 
-def _probe(r: _Reader, raw: Any, path: str) -> ScenarioProbe:
+def _probe(r: FieldReader, raw: Any, path: str) -> ScenarioProbe:
     t = r.table(raw, path, _PROBE_KEYS, {"parameters"})
     size = lambda v, p: float(r.size(v, p))  # noqa: E731
     opt_size = {key: r.size(t[key], f"{path}.{key}") for key in
@@ -292,7 +204,7 @@ def _probe(r: _Reader, raw: Any, path: str) -> ScenarioProbe:
     )
 
 
-def _processes(r: _Reader, raw: Any, path: str, n_gpus: int) -> list[ScenarioProcess]:
+def _processes(r: FieldReader, raw: Any, path: str, n_gpus: int) -> list[ScenarioProcess]:
     """One ``[[processes]]`` entry; ``repeat = {every_s, count}`` expands it into several."""
     t = r.table(raw, path, _PROCESS_KEYS, {"pid", "gpu", "name", "memory"})
     gpu = r.integer(t["gpu"], f"{path}.gpu")
@@ -346,7 +258,7 @@ def _processes(r: _Reader, raw: Any, path: str, n_gpus: int) -> list[ScenarioPro
     return out
 
 
-def _fault(r: _Reader, raw: Any, path: str, n_gpus: int) -> ScenarioFault:
+def _fault(r: FieldReader, raw: Any, path: str, n_gpus: int) -> ScenarioFault:
     t = r.table(raw, path, {"start_s", "end_s", "gpu", "call", "error"}, {"start_s", "error"})
     start = r.number(t["start_s"], f"{path}.start_s")
     end = r.number(t["end_s"], f"{path}.end_s") if "end_s" in t else None
@@ -361,7 +273,7 @@ def _fault(r: _Reader, raw: Any, path: str, n_gpus: int) -> ScenarioFault:
 
 
 def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
-    r = _Reader(source)
+    r = FieldReader(source)
     t = r.table(data, "", {
         "schema", "name", "description", "duration_s", "driver_version", "nvml_version",
         "cuda_driver_version", "memory_info_v2", "gpus", "processes", "faults",
