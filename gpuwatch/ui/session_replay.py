@@ -9,13 +9,14 @@ read-only and never modified.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -34,6 +35,7 @@ from PySide6.QtWidgets import (
 from gpuwatch.core.history import GPU_COLUMNS, PROCESS_COLUMNS, History, Ring
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, Snapshot
 from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.sessions import schema
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.reader import (
     EventRow,
@@ -64,6 +66,7 @@ class ReplayData:
     processes: list[ProcessRow]
     hints: list[HintRow]
     events: list[EventRow]
+    overview: bool = False        # min/max per time slice, not every sample (yet)
 
     @property
     def start_s(self) -> float:
@@ -117,6 +120,60 @@ def load_replay(path: str | Path, with_processes: bool = True) -> ReplayData:
     return ReplayData(path, info, gpus, history, processes, hints, events)
 
 
+OVERVIEW_ABOVE = 20_000       # samples per GPU: longer sessions are painted from an overview first
+OVERVIEW_BUCKETS = 2000       # per GPU: more than a plot is pixels wide
+
+
+def load_overview(path: str | Path, buckets: int = OVERVIEW_BUCKETS,
+                  info: SessionInfo | None = None) -> ReplayData:
+    """A quick first look at a long session: per GPU, the min and max of each of
+    ``buckets`` time slices (so peaks survive), aggregated inside SQLite. The replay
+    window paints this while the full timelines load."""
+    path = Path(path)
+    with SessionReader(path) as r:
+        info = info or r.info()
+        gpus = r.gpus()
+        processes = r.processes()
+        hints = r.hints()
+        events = r.events()
+    t0 = info.started_at_s
+    width = max(1e-3, info.duration_s / buckets)
+    conn = schema.open_read_only(path)
+    try:
+        history = History(capacity=2 * buckets + 2, max_processes=1, process_capacity=1)
+        last_t = t0
+        for g in gpus:
+            try:
+                rows = conn.execute(
+                    "SELECT MIN(t_s), MAX(t_s), MIN(used_bytes), MAX(used_bytes), "
+                    "MAX(total_bytes), MIN(estimated_bandwidth_bytes_per_s), "
+                    "MAX(estimated_bandwidth_bytes_per_s) FROM gpu_sample WHERE gpu = ? "
+                    "GROUP BY CAST(t_s / ? AS INTEGER) ORDER BY 1", (g.index, width)).fetchall()
+            except Exception as exc:
+                raise SessionFileError(str(path), f"cannot be read ({exc})") from None
+            a = np.array(rows, dtype=np.float64).reshape(-1, 7)
+            n = len(a)
+            # two points per slice: its minimum at its start, its maximum at its end
+            t = np.empty(2 * n)
+            t[0::2], t[1::2] = a[:, 0], a[:, 1]
+            used, bw = np.empty(2 * n), np.empty(2 * n)
+            used[0::2], used[1::2] = a[:, 2], a[:, 3]
+            bw[0::2], bw[1::2] = a[:, 5], a[:, 6]
+            ring = history.gpus[g.index] = Ring(max(1, 2 * n), GPU_COLUMNS)
+            ring.load_columns({"timestamp_s": t + t0, "used_bytes": used,
+                               "total_bytes": np.repeat(a[:, 4], 2),
+                               "estimated_bandwidth_bytes_per_s": bw})
+            if n:
+                last_t = max(last_t, float(t[-1] + t0))
+    finally:
+        conn.close()
+    kind = BackendKind.NVML if info.backend_kind == "nvml" else BackendKind.SIMULATED
+    history.latest = Snapshot(last_t, BackendInfo(kind, info.driver_version,
+                                                  scenario=info.scenario, hostname=info.host),
+                              gpus=())
+    return ReplayData(path, info, gpus, history, processes, hints, events, overview=True)
+
+
 def pick_window(duration_s: float) -> int:
     """The smallest plot window that shows the whole session (else the largest)."""
     return next((w for w in PLOT_WINDOWS_S if w >= duration_s), PLOT_WINDOWS_S[-1])
@@ -127,12 +184,23 @@ def clock_text(t_abs: float) -> str:
 
 
 class _Loader(QObject):
+    overview = Signal(object)  # ReplayData, for a long session, before the full one
     loaded = Signal(object)    # ReplayData
     failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.overview_shown = threading.Event()
 
     def start(self, path: Path) -> None:
         def work() -> None:
             try:
+                with SessionReader(path) as r:
+                    info = r.info()
+                if info.samples > OVERVIEW_ABOVE:
+                    self.overview.emit(load_overview(path, info=info))
+                    # let the GUI paint it before competing with it for the interpreter
+                    self.overview_shown.wait(5.0)
                 data = load_replay(path)
             except SessionFileError as exc:
                 self.failed.emit(str(exc))
@@ -147,7 +215,8 @@ class _Loader(QObject):
 class ReplayWindow(QMainWindow):
     """One recorded session, read-only, with a time slider."""
 
-    loaded = Signal()
+    loaded = Signal()            # every sample is in the plots
+    first_shown = Signal()       # something is in the plots (an overview of a long session)
     failed = Signal(str)
 
     def __init__(self, path: str | Path, parent: QWidget | None = None):
@@ -232,6 +301,7 @@ class ReplayWindow(QMainWindow):
         layout.addWidget(split, 1)
         self.setCentralWidget(central)
         self._loader = _Loader(self)
+        self._loader.overview.connect(self.show_data)
         self._loader.loaded.connect(self.show_data)
         self._loader.failed.connect(self._failed)
 
@@ -242,26 +312,37 @@ class ReplayWindow(QMainWindow):
 
     @Slot(object)
     def show_data(self, data: ReplayData) -> None:
+        """Show an overview or the full session; the full one replaces an overview in
+        place, keeping the cursor and the window."""
+        first = self.data is None
         self.data = data
         info = data.info
         self.plots.history = data.history
-        for index, ring in data.history.gpus.items():
-            self._series[index] = (ring.column("timestamp_s"), ring.column("used_bytes"))
+        self._series = {index: (ring.column("timestamp_s"), ring.column("used_bytes"))
+                        for index, ring in data.history.gpus.items()}
         source = "NVML" if info.backend_kind == "nvml" else \
             f"simulated GPUs · {info.scenario}" if info.scenario else info.backend_kind
         unclosed = "" if info.ended_at_s is not None else \
             " — <i>the recording was not closed (a crash or kill); shown up to its last commit</i>"
+        detail = " — <i>overview; every sample is still loading…</i>" if data.overview else ""
         self.banner_label.setText(
             f"Replaying <b>{self.path.name}</b> (recorded {clock_text(info.started_at_s)}, "
             f"{format_duration(info.duration_s)}, {len(data.gpus)} GPU"
-            f"{'s' if len(data.gpus) != 1 else ''}, {source}){unclosed}")
-        self._fill_lists(data)
-        self.slider.setRange(0, max(0, round(data.end_s - data.start_s)))
-        self.slider.setEnabled(True)
-        self.plots.set_window(pick_window(info.duration_s))
-        self.slider.setValue(self.slider.maximum())
-        self.set_cursor(data.end_s)
-        self.loaded.emit()
+            f"{'s' if len(data.gpus) != 1 else ''}, {source}){unclosed}{detail}")
+        if first:
+            self._fill_lists(data)
+            self.slider.setRange(0, max(0, round(data.end_s - data.start_s)))
+            self.slider.setEnabled(True)
+            self.plots.set_window(pick_window(info.duration_s))
+            self.set_cursor(data.end_s)
+            self.first_shown.emit()
+            if data.overview:
+                QTimer.singleShot(0, self._loader.overview_shown.set)   # after this paints
+        else:
+            self.plots.clear()
+            self.set_cursor(self.cursor_s if self.cursor_s is not None else data.end_s)
+        if not data.overview:
+            self.loaded.emit()
 
     @Slot(str)
     def _failed(self, message: str) -> None:

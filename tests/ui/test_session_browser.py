@@ -195,3 +195,23 @@ def test_read_entry_and_delete_helpers(scenario):
     assert read_entry(path).gpus == 2
     delete_session(path)
     assert not path.exists()
+
+
+def test_a_long_session_is_painted_from_an_overview_first(qtbot, scenario, monkeypatch):
+    monkeypatch.setattr("gpuwatch.ui.session_replay.OVERVIEW_ABOVE", 100)
+    monkeypatch.setattr("gpuwatch.ui.session_replay.OVERVIEW_BUCKETS", 50)
+    path = record(scenario("oom-ramp"), 600)
+    window = ReplayWindow(path)
+    qtbot.addWidget(window)
+    shown: list[bool] = []
+    window.first_shown.connect(lambda: shown.append(window.data.overview))
+    with qtbot.waitSignal(window.loaded, timeout=20000):
+        window.start()
+    assert shown == [True] and not window.data.overview
+    assert len(window.data.history.gpu(0)) == 600
+    assert "still loading" not in window.banner_label.text()
+    full_peak = window.data.history.gpu(0).column("used_bytes").max()
+    from gpuwatch.ui.session_replay import load_overview
+    overview = load_overview(path, buckets=50)
+    assert len(overview.history.gpu(0)) <= 102
+    assert overview.history.gpu(0).column("used_bytes").max() == full_peak   # peaks survive
