@@ -223,9 +223,10 @@ def bench_update(ticks: int, breakdown: bool) -> None:
     def run(label: str, window_s: int, force: bool, mode: str = "frame") -> list[float]:
         window.plots.set_window(window_s)
         drain(app, counter)
-        slot, total, passes = [], [], []
+        slot, total, cpu, passes = [], [], [], []
         snaps = [next_snapshot() for _ in range(ticks)]
         for snap in snaps:
+            c0 = time.thread_time()
             t0 = time.perf_counter()
             window.on_snapshot(snap)
             if force:
@@ -238,13 +239,15 @@ def bench_update(ticks: int, breakdown: bool) -> None:
             elif mode == "grab":
                 window.grab()
             t2 = time.perf_counter()
+            cpu.append((time.thread_time() - c0) * 1e3)
             if mode != "frame":
                 drain(app, counter)      # not timed: leave nothing for the next tick
             slot.append((t1 - t0) * 1e3)
             total.append((t2 - t0) * 1e3)
         extra = f", {statistics.mean(passes):.1f} paint passes" if passes else ""
         print(f"{label:<34} slot median {statistics.median(slot):6.2f} ms · "
-              f"slot+paint {stats(total)}{extra}")
+              f"slot+paint {stats(total)} · CPU median {statistics.median(cpu):6.2f} ms"
+              f"{extra}")
         return total
 
     run("plot window 10 min", 600, False)

@@ -48,6 +48,14 @@ def ring_curve(ring: Ring, column: str, x0: float, x1: float, pixels: int,
     return minmax_decimate(t[sl], y, max(1, pixels))
 
 
+def settle(plot: pg.PlotWidget) -> None:
+    """Apply pending range and auto-range changes now rather than inside the next paint.
+
+    pyqtgraph defers them to ``paintEvent``; changing the view there marks every item
+    dirty again, which costs a second full paint of the plot in the next pass."""
+    plot.scene().prepareForPaint()
+
+
 def restyle_plot(plot: pg.PlotWidget) -> None:
     c = theme.colors()
     plot.setBackground(c.plot_bg)
@@ -203,6 +211,8 @@ class TimePlots(QWidget):
             self._setting_range = True
             self.memory.setXRange(x0, x1, padding=0)
             self._setting_range = False
+        settle(self.memory)
+        settle(self.bandwidth)
 
     def _curve(self, plot: pg.PlotWidget, curves: dict[int, pg.PlotDataItem],
                index: int) -> pg.PlotDataItem:

@@ -31,7 +31,7 @@ from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui import theme
-from gpuwatch.ui.plots import byte_unit, restyle_plot, ring_curve
+from gpuwatch.ui.plots import byte_unit, restyle_plot, ring_curve, settle
 from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
 
 COLUMN_WIDTHS = (70, 70, 110, 40, 90, 80, 60, 80, 100, 110)
@@ -220,6 +220,7 @@ class ProcessPanel(QWidget):
             self.peak_line.show()
         else:
             self.peak_line.hide()
+        settle(self.detail_plot)
 
     # actions -------------------------------------------------------------------------
     def _emit_for_selected(self, sig: Signal) -> None:
