@@ -81,6 +81,7 @@ class AdvisorPanel(QWidget):
         super().__init__(parent)
         self.hints: list[HintView] = []
         self._shown: list[tuple[HintView, str]] = []
+        self._colors: theme.Colors | None = None
         self.list = QListWidget()
         self.list.setWordWrap(True)
         self.list.setSelectionMode(QListWidget.SelectionMode.SingleSelection)
@@ -99,6 +100,8 @@ class AdvisorPanel(QWidget):
     def set_hints(self, hints: list[HintView]) -> None:
         """Show ``hints`` worst first; rows whose text is unchanged are kept as they are."""
         self.hints = sorted(hints, key=lambda h: SEVERITY_ORDER.get(h.severity, 3))
+        if theme.colors() is not self._colors:
+            self._restyle()
         rows = [(h, hint_html(h)) for h in self.hints]
         if [t for _, t in rows] == [t for _, t in self._shown]:
             self._shown = rows
@@ -130,6 +133,14 @@ class AdvisorPanel(QWidget):
             self.select_key(selected, emit=False)
         self.empty.setVisible(not self.hints)
         self.list.setVisible(bool(self.hints))
+
+    def _restyle(self) -> None:
+        # a light selection that keeps the labels' own colours readable
+        c = self._colors = theme.colors()
+        self.list.setStyleSheet(
+            f"QListWidget::item {{ border-bottom: 1px solid {c.card_border}; }} "
+            f"QListWidget::item:selected {{ background: {c.banner_info}; }}")
+        self._shown = []                          # colours are in the rows' text
 
     def selected_key(self) -> tuple[str, int | None, int | None] | None:
         row = self.list.currentRow()
