@@ -23,7 +23,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtDBus import QDBusConnection
+from PySide6.QtDBus import QDBusConnection, QDBusMessage
 
 WATCHER = "org.kde.StatusNotifierWatcher"
 NOTIFICATIONS = "org.freedesktop.Notifications"
@@ -88,11 +88,13 @@ class Notifications(QObject):
     def GetCapabilities(self) -> list[str]:
         return ["body", "actions"]
 
-    @Slot(result=str)
-    def GetServerInformation(self) -> str:
-        # (name, vendor, version, spec version): the other three are out-arguments that
-        # no caller here reads, so the name alone is returned
-        return "gpuwatch-test-desktop"
+    @Slot(QDBusMessage)
+    def GetServerInformation(self, message: QDBusMessage) -> None:
+        # four out-arguments (name, vendor, version, spec version): replied by hand
+        message.setDelayedReply(True)
+        reply = message.createReply()
+        reply.setArguments(["gpuwatch-test-desktop", "gpuwatch", "1", "1.2"])
+        QDBusConnection.sessionBus().send(reply)
 
     @Slot("uint")
     def CloseNotification(self, notification_id: int) -> None:
