@@ -13,7 +13,7 @@ from pathlib import Path
 from gpuwatch.advisor import Advisor, event_to_json, format_event
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
-from gpuwatch.core.hints import HintEventKind
+from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import BackendKind, Snapshot
 from gpuwatch.core.snapshot_json import snapshot_to_json
@@ -89,7 +89,7 @@ def run_record(args: argparse.Namespace) -> int:
             raise
 
     advisor = Advisor()
-    hint_counts: Counter[str] = Counter()
+    worst: dict[tuple, Severity] = {}
     first_stamp: list[float] = []
 
     def on_snapshot(snap: Snapshot) -> None:
@@ -100,8 +100,8 @@ def run_record(args: argparse.Namespace) -> int:
             for event in events:
                 recorder.add_hint_event(event)
         first_stamp[:] = first_stamp or [snap.timestamp_s]
-        hint_counts.update(e.hint.severity.value for e in events
-                           if e.kind is HintEventKind.OPENED)
+        for e in events:      # each hint counted once, at the worst severity it reached
+            worst[e.hint.key] = max(worst.get(e.hint.key, e.hint.severity), e.hint.severity)
         if args.json:
             lines = [json.dumps(snapshot_to_json(snap), separators=(",", ":"))]
             lines += [json.dumps(event_to_json(e), separators=(",", ":")) for e in events]
@@ -140,9 +140,9 @@ def run_record(args: argparse.Namespace) -> int:
         if recorder is not None:
             recorder.close(end_s)
     summary = _summary(history, sampler.samples, backend.clock.elapsed_s() - start)
-    if hint_counts:
-        summary += " Hints: " + ", ".join(f"{n} {sev}" for sev, n in sorted(hint_counts.items())) \
-            + "."
+    if worst:
+        counts = Counter(sev.value for sev in worst.values())
+        summary += " Hints: " + ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) + "."
     if recorder is not None and recorder.error is None:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)

@@ -54,7 +54,7 @@ def _nice_step(span: float, ticks: int = 4) -> float:
 def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: float | None,
                  width: int = 720, height: int = 220, title: str = "") -> str:
     """An SVG of memory over time: one line per series, and the capacity as a dashed line."""
-    left, right, top, bottom = 64, 12, 24 if title else 10, 30
+    left, right, top, bottom = 64, 12, 26, 30
     pw, ph = width - left - right, height - top - bottom
     all_t = np.concatenate([s[1] for s in series]) if series else np.array([0.0])
     all_y = np.concatenate([s[2] for s in series]) if series else np.array([0.0])
@@ -90,7 +90,8 @@ def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: flo
     t_step = next((s for s in _TIME_STEPS if (t1 - t0) / s <= 6), _TIME_STEPS[-1])
     tv = np.ceil(t0 / t_step) * t_step
     while tv <= t1:
-        anchor = "start" if tv == t0 else "middle"
+        px = x(tv)
+        anchor = "start" if px - left < 30 else "end" if left + pw - px < 30 else "middle"
         parts.append(f'<line x1="{x(tv):.1f}" y1="{top + ph}" x2="{x(tv):.1f}" '
                      f'y2="{top + ph + 4}" stroke="#9ca3af"/>')
         parts.append(f'<text x="{x(tv):.1f}" y="{height - 10}" text-anchor="{anchor}" '
@@ -99,7 +100,8 @@ def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: flo
     if capacity:
         parts.append(f'<line x1="{left}" y1="{y(capacity):.1f}" x2="{left + pw}" '
                      f'y2="{y(capacity):.1f}" stroke="#991b1b" stroke-dasharray="5,4"/>')
-        parts.append(f'<text x="{left + pw - 4}" y="{y(capacity) + 13:.1f}" text-anchor="end" '
+        # the label sits above the plot, right-aligned, where no curve can run over it
+        parts.append(f'<text x="{left + pw}" y="{top - 6}" text-anchor="end" '
                      f'fill="#991b1b">capacity {html.escape(format_bytes(capacity))}</text>')
     for k, (label, t, v) in enumerate(series):
         td, vd = decimate(t, v, pw // 2)

@@ -119,8 +119,10 @@ class SessionReader:
                             "FROM session WHERE id = 1").fetchone()
             if row is None:
                 raise SessionFileError(str(self.path), "holds no recorded samples yet")
+            # one GPU's rows through the (gpu, t_s) index: a count without a full scan
             last, samples = c.execute(
-                "SELECT MAX(t_s), COUNT(DISTINCT t_s) FROM gpu_sample").fetchone()
+                "SELECT MAX(t_s), COUNT(*) FROM gpu_sample "
+                "WHERE gpu = (SELECT MIN(gpu) FROM gpu_sample)").fetchone()
         duration = (row[7] - row[6]) if row[7] is not None else (last or 0.0)
         return SessionInfo(str(self.path), row[0], row[1], row[2], row[3], row[4], row[5],
                            row[6], row[7], float(duration), int(samples), row[8])

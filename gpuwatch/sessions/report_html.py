@@ -41,6 +41,8 @@ td.nowrap { white-space: nowrap; }
 .sev-warning { color: #b45309; font-weight: bold; }
 .sev-info { color: #1d4ed8; }
 code { font-family: "DejaVu Sans Mono", monospace; font-size: 8.5pt; }
+.hint { margin: 8pt 0 12pt 0; }
+.hint p { margin: 2pt 0; }
 footer { margin-top: 24pt; color: #666; font-size: 8.5pt; }
 @media print { body { margin: 0; } h2 { break-after: avoid; } svg { break-inside: avoid; } }
 """
@@ -73,8 +75,8 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
 
     out.append("<h2>GPUs</h2>" + _TABLE
                + "<tr><th>GPU</th><th>Name</th><th class='num'>Capacity</th>"
-               "<th class='num'>Peak used</th><th class='num'>Mean used</th>"
-               "<th class='num'>Time ≥ 90 %</th></tr>")
+               "<th class='num'>Peak</th><th class='num'>Mean</th>"
+               "<th class='num'>Above 90 %</th></tr>")
     for g in r.gpus:
         out.append(f"<tr><td>{g.index}</td><td class='nowrap'>{e(g.name)}</td>"
                    f"<td class='num'>{e(format_bytes(g.total_bytes))}</td>"
@@ -117,8 +119,6 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
 
     out.append("<h2>Hints</h2>")
     if r.hints:
-        out.append(_TABLE + "<tr><th class='num'>At</th><th>Severity</th><th>Hint</th>"
-                   "<th>Evidence and actions</th></tr>")
         for h in r.hints:
             where = f"GPU {h.gpu}" if h.gpu is not None else ""
             if h.pid is not None:
@@ -126,12 +126,12 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
             span = format_duration(h.first_seen_s)
             span += f" – {format_duration(h.closed_s)}" if h.closed_s is not None else " – end"
             actions = "".join(f"<li>{e(a)}</li>" for a in h.actions)
-            out.append(f"<tr><td class='num'>{e(span)}</td>"
-                       f"<td class='sev-{e(h.severity)}'>{e(h.severity)}</td>"
-                       f"<td><b>{e(h.title)}</b><br><code>{e(h.code)}</code> {e(where)}</td>"
-                       f"<td>{e(h.detail)}{'<ul>' + actions + '</ul>' if actions else ''}"
-                       "</td></tr>")
-        out.append("</table>")
+            out.append(f"<div class='hint'><p><span class='sev-{e(h.severity)}'>"
+                       f"{e(h.severity.upper())}</span> <b>{e(h.title)}</b><br>"
+                       f"<span class='meta'><code>{e(h.code)}</code> · {e(where)} · "
+                       f"{e(span)} from the start</span></p>"
+                       f"<p>{e(h.detail)}</p>{'<ul>' + actions + '</ul>' if actions else ''}"
+                       "</div>")
     else:
         out.append("<p>No hints fired during this session.</p>")
 
@@ -157,5 +157,6 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
         out.append("</table>")
     out.append(f"<footer>Made by gpuwatch {e(__version__)} on "
                f"{e(time.strftime('%Y-%m-%d %H:%M'))}. Times are from the session start. "
-               "Sizes in IEC units (1 GiB = 1024³ bytes).</footer></body></html>")
+               "Sizes in IEC units (1 GiB = 1024³ bytes). <i>Above 90 %</i>: time with at least "
+               "90 % of a GPU's memory in use.</footer></body></html>")
     return "\n".join(out)
