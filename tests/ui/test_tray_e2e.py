@@ -39,7 +39,9 @@ APP = ("import logging, sys\n"
        "                    format='%(name)s: %(message)s')\n"
        "from gpuwatch.cli import main\n"
        "sys.exit(main(sys.argv[1:]))\n")
-APP_ARGS = ["gui", "--tray", "--demo", "oom-ramp", "--time-scale", "60", "--interval", "2"]
+APP_ARGS = ["gui", "--tray", "--demo", "oom-ramp", "--time-scale", "40", "--interval", "2"]
+# 40x: the hint turns critical ~7 s in and closes ~13 s in (the run dies at 492 s), which
+# leaves the click several seconds to find it open
 TIMEOUT_S = 30.0
 
 
