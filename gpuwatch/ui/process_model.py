@@ -1,9 +1,13 @@
 """The process table's model: rows reused across samples, sorted and filtered in place.
 
 Each sample reconciles rows by (GPU, pid): vanished processes are removed, new ones
-inserted, the rest updated with one ``dataChanged``. Sorting and filtering happen here
-rather than in a QSortFilterProxyModel, because a proxy re-sorts by calling ``data()``
-(Python) thousands of times per sample; one ``sorted()`` with a key is far cheaper.
+inserted. When the order of the rows holds, only the cells whose text changed are
+announced (per column, in short runs: the view then repaints those cells, where one
+range over every row would repaint the whole table); when rows move, the whole table
+is. Sorting and filtering happen here rather than in a QSortFilterProxyModel, because a
+proxy re-sorts by calling ``data()`` (Python) thousands of times per sample; one
+``sorted()`` with a key is far cheaper. A row's texts are formatted once per sample,
+when the view first asks for them, so ``data()`` is a lookup.
 """
 
 from __future__ import annotations
@@ -27,6 +31,16 @@ COLUMNS = ("PID", "User", "Name", "GPU", "GPU memory", "Budget", "CPU %", "RSS",
 PID, USER, NAME, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING, CONTAINER, COMMAND = range(len(COLUMNS))
 NUMERIC = {PID, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING}
 SAMPLE_ROLE = Qt.ItemDataRole.UserRole + 1
+RUN = 100   # rows per dataChanged: Qt repaints the whole viewport for larger ranges
+
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_ALIGN = Qt.ItemDataRole.TextAlignmentRole
+_ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_ALIGN_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+_ALIGNMENTS = tuple(_ALIGN_RIGHT if c in NUMERIC else _ALIGN_LEFT for c in range(len(COLUMNS)))
+_DECORATION = Qt.ItemDataRole.DecorationRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_FONT = Qt.ItemDataRole.FontRole
 
 
 def command_line(p: ProcessSample) -> str:
@@ -43,6 +57,7 @@ class ProcessModel(QAbstractTableModel):
         self._filter = ""
         self._sort_column = MEMORY
         self._sort_order = Qt.SortOrder.DescendingOrder
+        self._texts: dict[Key, list[str]] = {}   # this sample's row texts, made on demand
         self.units: UnitSystem = "iec"
         self._bold = QFont()
         self._bold.setBold(True)
@@ -65,26 +80,32 @@ class ProcessModel(QAbstractTableModel):
                 return "Predicted peak of the budget linked to this process"
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = _DISPLAY) -> Any:
         if not index.isValid():
             return None
-        key = self._keys[index.row()]
-        p = self._samples[key]
+        if role == _DISPLAY:
+            key = self._keys[index.row()]
+            texts = self._texts.get(key)
+            if texts is None:
+                texts = self._texts[key] = self._row_texts(self._samples[key], key)
+            return texts[index.column()]
+        if role == _ALIGN:
+            return _ALIGNMENTS[index.column()]
         col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(p, key, col)
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            if col in NUMERIC:
-                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.DecorationRole and col == NAME:
-            return theme.process_color(p.pid)
-        if role == Qt.ItemDataRole.ToolTipRole and col in (NAME, COMMAND):
-            return command_line(p)
-        if role == Qt.ItemDataRole.FontRole and col == BUDGET and key in self._budgets:
-            return self._bold
+        if role == _DECORATION:
+            if col == NAME:
+                return theme.process_color(self._samples[self._keys[index.row()]].pid)
+            return None
+        if role == _TOOLTIP:
+            if col in (NAME, COMMAND):
+                return command_line(self._samples[self._keys[index.row()]])
+            return None
+        if role == _FONT:
+            if col == BUDGET and self._keys[index.row()] in self._budgets:
+                return self._bold
+            return None
         if role == SAMPLE_ROLE:
-            return p
+            return self._samples[self._keys[index.row()]]
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -93,9 +114,11 @@ class ProcessModel(QAbstractTableModel):
 
     # updates ------------------------------------------------------------------------
     def update_snapshot(self, snapshot: Snapshot) -> None:
+        old, old_now = self._samples, self._now_s
         self._now_s = snapshot.timestamp_s
         self._samples = {(p.gpu_index, p.pid): p for p in snapshot.processes}
-        self._reconcile()
+        self._texts = {}
+        self._reconcile(old, old_now)
 
     def set_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
@@ -104,10 +127,12 @@ class ProcessModel(QAbstractTableModel):
     def set_budgets(self, budgets: dict[Key, int]) -> None:
         if budgets != self._budgets:
             self._budgets = dict(budgets)
+            self._texts = {}
             self._changed_all()
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
+        self._texts = {}
         self._changed_all()
 
     def budget(self, key: Key) -> int | None:
@@ -138,10 +163,14 @@ class ProcessModel(QAbstractTableModel):
                         " ".join(p.cmdline), f"gpu {p.gpu_index}")).lower()
         return all(word in hay for word in f.split())
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, old: dict[Key, ProcessSample] | None = None,
+                   old_now_s: float = 0.0) -> None:
+        """Bring the rows in line with the samples and the filter. With ``old`` (the
+        previous sample), rows that stayed in place are announced cell by cell."""
         wanted = [k for k, p in self._samples.items() if self._accepts(p)]
         wanted_set = set(wanted)
         # 1. remove vanished rows, in contiguous runs from the bottom up
+        removed = False
         row = len(self._keys) - 1
         while row >= 0:
             if self._keys[row] in wanted_set:
@@ -150,6 +179,7 @@ class ProcessModel(QAbstractTableModel):
             end = row
             while row >= 0 and self._keys[row] not in wanted_set:
                 row -= 1
+            removed = True
             self.beginRemoveRows(QModelIndex(), row + 1, end)
             del self._keys[row + 1 : end + 1]
             self.endRemoveRows()
@@ -161,22 +191,55 @@ class ProcessModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
             self._keys.extend(new)
             self.endInsertRows()
-        # 3. reorder, then one dataChanged for everything that stayed
-        self._resort()
-        self._changed_all()
+        # 3. reorder; then the cells that changed, or everything
+        moved = self._resort()
+        if old is None or moved or new or removed:
+            self._changed_all()
+        else:
+            self._changed_cells(old, old_now_s)
+
+    def _changed_cells(self, old: dict[Key, ProcessSample], old_now_s: float) -> None:
+        """One dataChanged per column and run of changed rows (at most ``RUN`` long)."""
+        now = self._now_s
+        changed: dict[int, list[int]] = {}
+        for row, key in enumerate(self._keys):
+            p, q = self._samples[key], old.get(key)
+            if q is None:
+                cols = range(len(COLUMNS))
+            elif p == q and now == old_now_s:
+                continue
+            else:
+                cols = [c for c, a, b in (
+                    (USER, p.user, q.user), (NAME, p.name, q.name),
+                    (MEMORY, p.used_bytes, q.used_bytes), (CPU, p.cpu_percent, q.cpu_percent),
+                    (RSS, p.rss_bytes, q.rss_bytes), (CONTAINER, p.container, q.container),
+                    (COMMAND, (p.cmdline, p.name), (q.cmdline, q.name))) if a != b]
+                if _running_step(p.started_at_s, now) != _running_step(q.started_at_s,
+                                                                        old_now_s):
+                    cols.append(RUNNING)
+            for col in cols:
+                changed.setdefault(col, []).append(row)
+        for col, rows in changed.items():
+            start = prev = rows[0]
+            for row in [*rows[1:], -2]:
+                if row != prev + 1 or row - start >= RUN:
+                    self.dataChanged.emit(self.index(start, col), self.index(prev, col))
+                    start = row
+                prev = row
 
     def _changed_all(self) -> None:
         if self._keys:
             self.dataChanged.emit(self.index(0, 0),
                                   self.index(len(self._keys) - 1, len(COLUMNS) - 1))
 
-    def _resort(self) -> None:
+    def _resort(self) -> bool:
+        """Sort the rows; True when any moved."""
         key_fn = self._sort_key(self._sort_column)
         reverse = self._sort_order == Qt.SortOrder.DescendingOrder
         ordered = sorted(self._keys, key=lambda k: (key_fn(self._samples[k], k), k),
                          reverse=reverse)
         if ordered == self._keys:
-            return
+            return False
         self.layoutAboutToBeChanged.emit()
         new_row = {k: r for r, k in enumerate(ordered)}
         old = self.persistentIndexList()
@@ -184,6 +247,7 @@ class ProcessModel(QAbstractTableModel):
         self._keys = ordered
         self.changePersistentIndexList(old, moved)
         self.layoutChanged.emit()
+        return True
 
     def _sort_key(self, col: int) -> Callable[[ProcessSample, Key], Any]:
         big = float("-inf")
@@ -209,6 +273,9 @@ class ProcessModel(QAbstractTableModel):
             return lambda p, k: p.container or ""
         return lambda p, k: command_line(p)
 
+    def _row_texts(self, p: ProcessSample, key: Key) -> list[str]:
+        return [self._text(p, key, col) for col in range(len(COLUMNS))]
+
     def _text(self, p: ProcessSample, key: Key, col: int) -> str:
         if col == PID:
             return str(p.pid)
@@ -233,3 +300,12 @@ class ProcessModel(QAbstractTableModel):
         if col == CONTAINER:
             return p.container or "—"
         return command_line(p)
+
+
+def _running_step(started_at_s: float | None, now_s: float) -> int | None:
+    """The running time to the precision ``format_duration`` shows it: equal steps,
+    equal text (seconds below an hour, minutes below a day, then hours)."""
+    if started_at_s is None:
+        return None
+    s = round(max(0.0, now_s - started_at_s))
+    return s if s < 3600 else s - s % 60 if s < 86400 else s - s % 3600

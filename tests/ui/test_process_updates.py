@@ -1,0 +1,82 @@
+"""The process table announces only the cells that changed while its rows keep their order."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtCore import Qt
+
+from gpuwatch.core.snapshot import ProcessSample, Snapshot
+from gpuwatch.core.units import format_duration
+from gpuwatch.ui.process_model import COLUMNS, MEMORY, PID, RUNNING, ProcessModel, _running_step
+from tests.ui.conftest import sample_at
+
+
+def _changes(model: ProcessModel, snap: Snapshot) -> list[tuple[int, int, int, int]]:
+    seen: list[tuple[int, int, int, int]] = []
+    model.dataChanged.connect(
+        lambda a, b, *_: seen.append((a.row(), a.column(), b.row(), b.column())))
+    model.layoutChanged.connect(lambda *_: seen.append((-1, -1, -1, -1)))
+    model.update_snapshot(snap)
+    return seen
+
+
+def _with(snap: Snapshot, procs: list[ProcessSample], dt: float = 0.0) -> Snapshot:
+    gpus = tuple(dataclasses.replace(g, processes=tuple(p for p in procs
+                                                        if p.gpu_index == g.index))
+                 for g in snap.gpus)
+    return dataclasses.replace(snap, gpus=gpus, timestamp_s=snap.timestamp_s + dt)
+
+
+def _texts(model: ProcessModel) -> list[list[str]]:
+    return [[model.data(model.index(r, c)) for c in range(len(COLUMNS))]
+            for r in range(model.rowCount())]
+
+
+def test_only_changed_cells_are_announced(scenario) -> None:
+    snap = sample_at(scenario("workstation"), 600)
+    model = ProcessModel()
+    model.sort(PID, Qt.SortOrder.AscendingOrder)
+    model.update_snapshot(snap)
+    assert _changes(model, snap) == []                        # nothing changed, nothing said
+    procs = sorted(snap.processes, key=lambda p: p.pid)
+    bigger = procs[2]._replace(used_bytes=(procs[2].used_bytes or 0) + 2**30)
+    changed = _with(snap, [*procs[:2], bigger, *procs[3:]])
+    assert _changes(model, changed) == [(2, MEMORY, 2, MEMORY)]
+    fresh = ProcessModel()
+    fresh.sort(PID, Qt.SortOrder.AscendingOrder)
+    fresh.update_snapshot(changed)
+    assert _texts(model) == _texts(fresh)                     # what is shown is up to date
+
+
+def test_rows_that_move_repaint_everything(scenario) -> None:
+    snap = sample_at(scenario("workstation"), 600)
+    model = ProcessModel()                                    # sorted by memory, largest first
+    model.update_snapshot(snap)
+    last = model.sample(model.keys[-1])
+    assert last is not None
+    top = last._replace(used_bytes=2**45)
+    others = [p for p in snap.processes if p.pid != last.pid or p.gpu_index != last.gpu_index]
+    seen = _changes(model, _with(snap, [*others, top]))
+    assert (-1, -1, -1, -1) in seen and model.keys[0] == (top.gpu_index, top.pid)
+
+
+def test_running_time_is_announced_when_its_text_changes(scenario) -> None:
+    snap = sample_at(scenario("workstation"), 600)
+    model = ProcessModel()
+    model.sort(PID, Qt.SortOrder.AscendingOrder)
+    model.update_snapshot(snap)
+    seen = _changes(model, _with(snap, list(snap.processes), dt=1.0))
+    running = {(a, b) for a, col, b, _ in seen if col == RUNNING}
+    shown = [model.data(model.index(r, RUNNING)) for r in range(model.rowCount())]
+    assert all(col == RUNNING for _, col, _, _ in seen)
+    assert running or all(text == "n/a" for text in shown)
+
+
+def test_running_step_matches_the_text() -> None:
+    times = [0.4, 0.6, 59.4, 59.6, 3599.4, 3599.6, 3659.6, 86399.4, 86399.6, 90000.0, 200000.0]
+    times += [t + d for t in (100.0, 4000.0, 100000.0) for d in (0.0, 0.5, 1.0, 59.0, 60.0)]
+    for a in times:
+        for b in times:
+            same_text = format_duration(a) == format_duration(b)
+            assert same_text == (_running_step(0.0, a) == _running_step(0.0, b)), (a, b)
