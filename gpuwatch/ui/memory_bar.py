@@ -101,7 +101,8 @@ class MemoryBar(QWidget):
         p.fillPath(clip, QColor(c.free))
         p.setClipPath(clip)
         p.setPen(Qt.PenStyle.NoPen)
-        for rect, seg in self._rects():
+        rects = self._rects()
+        for rect, seg in rects:
             if rect.top() > 0:
                 continue
             color = QColor(c.lost) if self._greyed else seg.color
@@ -109,7 +110,7 @@ class MemoryBar(QWidget):
             if seg.pattern != Qt.BrushStyle.SolidPattern:
                 p.fillRect(rect, QBrush(color.darker(130), seg.pattern))
         p.setClipping(False)
-        for rect, seg in self._rects():
+        for rect, seg in rects:
             if rect.top() == 0:
                 continue
             path = QPainterPath()

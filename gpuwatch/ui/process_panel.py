@@ -56,6 +56,7 @@ class ProcessPanel(QWidget):
         self.units: UnitSystem = "iec"
         self.window_s = 600
         self.user = current_user()
+        self._detail_stale = False
         self.model = ProcessModel()
 
         self.filter = QLineEdit()
@@ -187,7 +188,17 @@ class ProcessPanel(QWidget):
         self._refresh_detail()
         self.selection_changed.emit(self.selected_key())
 
+    def showEvent(self, event: object) -> None:
+        super().showEvent(event)  # type: ignore[arg-type]
+        if self._detail_stale:
+            self._refresh_detail()
+
     def _refresh_detail(self) -> None:
+        # The history plot is only redrawn while it can be seen (the tab is current);
+        # showing the tab brings it up to date.
+        self._detail_stale = self.window().isVisible() and not self.isVisible()
+        if self._detail_stale:
+            return
         key = self.selected_key()
         p = None if key is None else self.model.sample(key)
         if key is None or p is None:

@@ -80,3 +80,21 @@ def test_running_step_matches_the_text() -> None:
         for b in times:
             same_text = format_duration(a) == format_duration(b)
             assert same_text == (_running_step(0.0, a) == _running_step(0.0, b)), (a, b)
+
+
+def test_process_plot_waits_for_its_tab(make_window, scenario, qtbot) -> None:
+    from tests.ui.conftest import feed
+
+    window = make_window()
+    backend = scenario("workstation")
+    feed(window, backend, range(590, 600))
+    window.show()
+    qtbot.waitExposed(window)
+    window.processes.select(window.processes.model.keys[0])
+    window.tabs.setCurrentIndex(1)
+    feed(window, backend, range(600, 610))
+    assert window.processes._detail_stale
+    window.tabs.setCurrentIndex(0)
+    assert not window.processes._detail_stale
+    x, _ = window.processes.detail_curve.getData()
+    assert x is not None and x[-1] == window.history.latest.timestamp_s
