@@ -5,7 +5,9 @@ AdamW steps under PyTorch's ``MemTracker``, and compared with ``gpuwatch.budget`
 
 * parameters: Parameter + Buffer;  gradients and optimizer states: after ``step()``;
 * activations: Activation + Temp at the backward peak of a wrapper module that also
-  runs the loss (so the logits' cross-entropy temporaries are inside);
+  runs the loss (so the logits' cross-entropy temporaries are inside), or at the end
+  of the forward pass where that is more (a large model at a small batch peaks late
+  in backward, when gradients have replaced most activations);
 * total: the step's peak.
 
 MemTracker counts tensor storages only, so the estimator runs with no framework
@@ -205,8 +207,119 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+# SD 1.5's UNet as diffusers writes it (UNet2DConditionModel, AttnProcessor: eager)
+class ResBlock(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
+        self.temb = nn.Linear(1280, cout)
+        self.norm2, self.conv2 = nn.GroupNorm(32, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        self.short = nn.Conv2d(cin, cout, 1) if cin != cout else None
+
+    def forward(self, x, temb):
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = h + self.temb(F.silu(temb))[:, :, None, None]
+        h = self.conv2(F.silu(self.norm2(h)))
+        return (x if self.short is None else self.short(x)) + h
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, c, ctx):
+        super().__init__()
+        self.q = nn.Linear(c, c, bias=False)
+        self.k, self.v = nn.Linear(ctx, c, bias=False), nn.Linear(ctx, c, bias=False)
+        self.out, self.heads = nn.Linear(c, c), 8
+
+    def split(self, t):  # head_to_batch_dim: a copy
+        b, n, c = t.shape
+        return (
+            t.reshape(b, n, self.heads, c // self.heads).permute(0, 2, 1, 3).reshape(-1, n, c // 8)
+        )
+
+    def forward(self, x, ctx=None):
+        ctx = x if ctx is None else ctx
+        q, k, v = self.split(self.q(x)), self.split(self.k(ctx)), self.split(self.v(ctx))
+        probs = (torch.bmm(q, k.transpose(1, 2)) * q.shape[-1] ** -0.5).softmax(-1)
+        b, n, c = x.shape
+        o = torch.bmm(probs, v).reshape(b, self.heads, n, c // 8).permute(0, 2, 1, 3)
+        return self.out(o.reshape(b, n, c))
+
+
+class SpatialTransformer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.norm, self.proj_in = nn.GroupNorm(32, c, eps=1e-6), nn.Conv2d(c, c, 1)
+        self.n1, self.a1 = nn.LayerNorm(c), CrossAttention(c, c)
+        self.n2, self.a2 = nn.LayerNorm(c), CrossAttention(c, 768)
+        self.n3, self.ff_in, self.ff_out = nn.LayerNorm(c), nn.Linear(c, 8 * c), nn.Linear(4 * c, c)
+        self.proj_out = nn.Conv2d(c, c, 1)
+
+    def forward(self, x, ctx):
+        b, c, h, w = x.shape
+        t = self.proj_in(self.norm(x)).permute(0, 2, 3, 1).reshape(b, h * w, c)
+        t = self.a1(self.n1(t)) + t
+        t = self.a2(self.n2(t), ctx) + t
+        a, gate = self.ff_in(self.n3(t)).chunk(2, dim=-1)
+        t = self.ff_out(a * F.gelu(gate)) + t
+        return self.proj_out(t.reshape(b, h, w, c).permute(0, 3, 1, 2).contiguous()) + x
+
+
+class UNet(nn.Module):
+    def __init__(self, widths=(320, 640, 1280, 1280)):
+        super().__init__()
+        self.t1, self.t2 = nn.Linear(320, 1280), nn.Linear(1280, 1280)
+        self.conv_in = nn.Conv2d(4, 320, 3, padding=1)
+        self.down, skips, c = nn.ModuleList(), [320], 320
+        for level, w in enumerate(widths):
+            for _ in range(2):
+                attn = SpatialTransformer(w) if level < 3 else None
+                self.down.append(nn.ModuleList([ResBlock(c, w), attn]))
+                c = w
+                skips.append(c)
+            if level < 3:
+                self.down.append(nn.Conv2d(c, c, 3, 2, 1))
+                skips.append(c)
+        self.mid = nn.ModuleList([ResBlock(c, c), SpatialTransformer(c), ResBlock(c, c)])
+        self.up = nn.ModuleList()
+        for level, w in reversed(list(enumerate(widths))):
+            for _ in range(3):
+                attn = SpatialTransformer(w) if level < 3 else None
+                self.up.append(nn.ModuleList([ResBlock(c + skips.pop(), w), attn]))
+                c = w
+            if level:
+                self.up.append(nn.Conv2d(c, c, 3, padding=1))
+        self.norm_out, self.conv_out = nn.GroupNorm(32, c), nn.Conv2d(c, 4, 3, padding=1)
+
+    def forward(self, inputs):
+        x, t, ctx = inputs
+        freqs = torch.exp(-math.log(10000) * torch.arange(160, device=x.device) / 160)
+        temb = self.t2(
+            F.silu(self.t1(torch.cat([(t[:, None] * freqs).cos(), (t[:, None] * freqs).sin()], -1)))
+        )
+        x = self.conv_in(x)
+        skips = [x]
+        for m in self.down:
+            if isinstance(m, nn.Conv2d):
+                x = m(x)
+            else:
+                x = m[0](x, temb)
+                x = x if m[1] is None else m[1](x, ctx)
+            skips.append(x)
+        x = self.mid[2](self.mid[1](self.mid[0](x, temb), ctx), temb)
+        for m in self.up:
+            if isinstance(m, nn.Conv2d):
+                x = m(F.interpolate(x, scale_factor=2.0, mode="nearest"))
+            else:
+                x = m[0](torch.cat([x, skips.pop()], dim=1), temb)
+                x = x if m[1] is None else m[1](x, ctx)
+        return self.conv_out(F.silu(self.norm_out(x)))
+
+
 class WithLoss(nn.Module):
-    """The model and its cross-entropy, so MemTracker's backward window covers the loss."""
+    """The model and its loss, so MemTracker's backward window covers the loss.
+
+    Cross-entropy over ``classes``; ``classes == 0`` is a diffusion model's MSE to the noise.
+    """
 
     def __init__(self, model: nn.Module, classes: int):
         super().__init__()
@@ -214,6 +327,8 @@ class WithLoss(nn.Module):
 
     def forward(self, x, y):
         out = self.model(x)
+        if not self.classes:
+            return F.mse_loss(out, y), out
         return F.cross_entropy(out.reshape(-1, self.classes), y.reshape(-1)), out
 
 
@@ -228,6 +343,7 @@ def trace(build, make_batch, classes):
         with mt:
             for i in range(2):
                 loss, out = model(x, y)
+                after_forward = mt.get_tracker_snapshot("current")
                 loss.backward()
                 opt.step()
                 after_step = mt.get_tracker_snapshot("current")
@@ -247,7 +363,10 @@ def trace(build, make_batch, classes):
         "parameters": get(peak, "Parameter", "Buffer"),
         "gradients": get(after_step, "Gradient"),
         "optimizer_states": get(after_step, "Optstate"),
-        "activations": get(bw_peak, "Activation", "Temp"),
+        # the backward pass's peak, or its start when gradients outweigh what is freed
+        "activations": max(
+            get(bw_peak, "Activation", "Temp"), get(after_forward, "Activation", "Temp")
+        ),
         "total": get(peak, "Total"),
     }
 
@@ -256,7 +375,13 @@ def compare(name, spec, build, make_batch, classes, workload):
     est = estimate(
         spec,
         workload,
-        Setup(precision="fp32", optimizer="adamw", overhead_bytes=0, dropout_mask_bytes=4.0),
+        Setup(
+            precision="fp32",
+            optimizer="adamw",
+            overhead_bytes=0,
+            dropout_mask_bytes=4.0,
+            flash_attention=False,  # the models here compute attention eagerly
+        ),
     )
     predicted = {
         "parameters": est.breakdown.parameters,
@@ -306,6 +431,7 @@ def main() -> int:
         tied_embeddings=False,
     )
     resnet = lookup_model("resnet-50")
+    unet = lookup_model("sd15-unet", (512, 512))
 
     def tokens(b, t, v):
         return lambda: (torch.randint(0, v, (b, t)), torch.randint(0, v, (b, t)))
@@ -342,6 +468,17 @@ def main() -> int:
             lambda: (torch.randn(32, 3, 224, 224), torch.randint(0, 1000, (32,))),
             1000,
             Workload(batch=32, image=(224, 224)),
+        ),
+        (
+            "SD1.5 UNet b1 512",
+            unet,
+            UNet,
+            lambda: (
+                (torch.randn(1, 4, 64, 64), torch.rand(1) * 1000, torch.randn(1, 77, 768)),
+                torch.randn(1, 4, 64, 64),
+            ),
+            0,
+            Workload(batch=1, image=(512, 512)),
         ),
     ]
     print(f"torch {torch.__version__}; fp32, AdamW (foreach), CPU FakeTensorMode + MemTracker")

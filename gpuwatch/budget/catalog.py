@@ -112,6 +112,7 @@ CNN_NAMES = (
     "yolov5s",
     "yolov5m",
     "yolov5l",
+    "sd15-unet",
 )
 
 ALIASES = {
@@ -126,8 +127,14 @@ ALIASES = {
     "resnet50": "resnet-50",
     "resnet101": "resnet-101",
     "vgg16": "vgg-16",
+    "sd15": "sd15-unet",
+    "sd-1.5": "sd15-unet",
+    "sd1.5-unet": "sd15-unet",
     "sd-1.5-unet": "sd15-unet",
     "stable-diffusion-1.5": "sd15-unet",
+    "stable-diffusion-1.5-unet": "sd15-unet",
+    "stable-diffusion-v1-5": "sd15-unet",
+    "stable-diffusion-v1-5-unet": "sd15-unet",
     "yolov5-s": "yolov5s",
     "yolov5-m": "yolov5m",
     "yolov5-l": "yolov5l",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import CnnLayer, CnnSpec, ParamGroup
+from gpuwatch.budget.unet import build_sd15_unet
 
 
 @dataclass
@@ -211,9 +212,15 @@ _BUILDERS = {
     "yolov5s": lambda im: _yolov5("yolov5s", 0.33, 0.50, im),
     "yolov5m": lambda im: _yolov5("yolov5m", 0.67, 0.75, im),
     "yolov5l": lambda im: _yolov5("yolov5l", 1.0, 1.0, im),
+    "sd15-unet": build_sd15_unet,
 }
 
-DEFAULT_IMAGE = {"yolov5s": (640, 640), "yolov5m": (640, 640), "yolov5l": (640, 640)}
+DEFAULT_IMAGE = {
+    "yolov5s": (640, 640),
+    "yolov5m": (640, 640),
+    "yolov5l": (640, 640),
+    "sd15-unet": (512, 512),
+}
 
 
 def build_cnn(name: str, image: tuple[int, int] | None = None) -> CnnSpec:

@@ -152,12 +152,41 @@ def transformer_train_activations(
     return body + emb + head + loss, loss
 
 
+def _score_bytes(p: Precision) -> float:
+    """Bytes per eager attention probability: autocast's fp32 softmax + the 16-bit copy."""
+    autocast = p.residual_bytes != p.act_bytes
+    return p.residual_bytes + p.act_bytes if autocast else p.act_bytes
+
+
+def cnn_attention_bytes(spec: CnnSpec, p: Precision, setup: Setup) -> float:
+    """Per sample, what attention keeps beyond the table's common part (0 without attention)."""
+    if setup.flash_attention:
+        return spec.total("fused") * p.act_bytes + spec.total("stats") * 4
+    if setup.checkpointing == "selective":  # the probabilities are recomputed
+        return 0.0
+    return spec.total("scores") * _score_bytes(p)
+
+
 def cnn_train_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: Setup) -> float:
-    saved = spec.saved_elements_per_sample * p.act_bytes + spec.index_elements_per_sample * 8
+    e, r = p.act_bytes, p.residual_bytes
+    saved = spec.saved_elements_per_sample * e + spec.index_elements_per_sample * 8
+    saved += spec.total("wide") * r + (spec.total("cast") * e if r != e else 0)
+    saved += cnn_attention_bytes(spec, p, setup)
     if setup.checkpointing == "full":  # √n segments: their inputs plus one segment re-run
         n = max(1, len(spec.layers))
         saved = saved * 2 / n**0.5
     return wl.batch * saved
+
+
+def cnn_inference_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: Setup) -> float:
+    """The most held at any layer: live tensors (skips included) + eager attention's scores.
+
+    Eager attention holds the raw scores and the probabilities (and, under autocast,
+    the fp32 softmax and its 16-bit copy) at once.
+    """
+    scores = 0.0 if setup.flash_attention else p.act_bytes + _score_bytes(p)
+    peak = max((x.live * p.act_bytes + x.scores * scores for x in spec.layers), default=0.0)
+    return wl.batch * peak
 
 
 def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
@@ -165,7 +194,7 @@ def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple
     wb = 4 if p.name == "fp32" else 2
     weights = spec.params * wb / setup.tp
     if isinstance(spec, CnnSpec):
-        return weights, 2 * wl.batch * spec.largest_output_elements * p.act_bytes
+        return weights, cnn_inference_activations(spec, p, wl, setup)
     o = _act_options(spec, setup)
     s = _seq(spec, wl)
     acts = act.inference_activations(spec, p, o, wl.batch, s)
@@ -219,10 +248,6 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
     if train and isinstance(spec, TransformerSpec):
         activations, loss = transformer_train_activations(spec, p, setup=setup, wl=workload)
-        if p.name.startswith("amp"):  # autocast caches a 16-bit copy of every matmul weight
-            matmul = sum(g.numel for g in spec.param_groups() if g.kind == "linear")
-            act_fixed = 2 * matmul / setup.tp / setup.pp
-            activations += act_fixed
     elif train:
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
@@ -230,7 +255,14 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
             spec, p, _act_options(spec, setup), workload.batch, _seq(spec, workload)
         )
     else:
-        activations = 2 * workload.batch * spec.largest_output_elements * p.act_bytes
+        activations = cnn_inference_activations(spec, p, workload, setup)
+    if train and p.name.startswith("amp"):
+        # autocast caches a 16-bit copy of every matmul and convolution weight, which
+        # the backward pass keeps
+        kinds = ("linear", "conv")
+        matmul = sum(g.numel for g in spec.param_groups() if g.kind in kinds)
+        act_fixed = 2 * matmul / setup.tp / setup.pp
+        activations += act_fixed
     if setup.teacher is not None:
         tw, ta = _teacher(setup.teacher, p, workload, setup)
         weights += tw

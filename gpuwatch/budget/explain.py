@@ -32,6 +32,33 @@ def _sharding(est: Estimate, what: str) -> str:
     return (", " + ", ".join(parts)) if parts else ""
 
 
+def _cnn_formula(spec: CnnSpec, est: Estimate, p: Precision) -> str:
+    """Training activations of a CNN: the table's columns and their widths."""
+    s, e, r = est.setup, p.act_bytes, p.residual_bytes
+    text = (
+        f"per-layer table: {_num(spec.saved_elements_per_sample)} saved elements "
+        f"per image ({spec.image[0]}x{spec.image[1]}) × {e} B"
+    )
+    if spec.total("wide"):
+        text += f" + {_num(spec.total('wide'))} norm elements × {r} B"
+    if spec.total("cast") and r != e:
+        text += f" + {_num(spec.total('cast'))} autocast copies × {e} B"
+    if spec.has_attention:
+        if s.flash_attention:
+            text += " + fused attention's outputs and log-sum-exp"
+        elif s.checkpointing == "selective":
+            text += "; selective recompute drops the attention scores"
+        else:
+            sb = r + e if r != e else e
+            text += f" + {_num(spec.total('scores'))} attention scores × {sb} B"
+    text += f", × b={est.workload.batch}"
+    if s.checkpointing == "full":
+        text += "; full recompute keeps √n segment inputs"
+    if p.name.startswith("amp"):
+        text += " + autocast's 16-bit weight copies"
+    return text
+
+
 def explain(
     spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo, overhead_note: str
 ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
@@ -110,13 +137,16 @@ def explain(
         else:
             text = f"largest layer's transient for a prefill of b={b}, s={seq}"
         f["activations"] = text
-    else:
+    elif train:
+        f["activations"] = _cnn_formula(spec, est, p)
+    elif spec.has_attention:
         f["activations"] = (
-            f"per-layer table: {_num(spec.saved_elements_per_sample)} saved elements "
-            f"per image ({spec.image[0]}x{spec.image[1]}) × {p.act_bytes} B × b={b}"
+            "largest live set (skip connections + one layer"
+            + ("" if s.flash_attention else " + its attention scores")
+            + f") × b={b} (nothing is saved in inference)"
         )
-        if not train:
-            f["activations"] = f"two largest feature maps × b={b} (nothing is saved in inference)"
+    else:
+        f["activations"] = f"two largest feature maps × b={b} (nothing is saved in inference)"
     if s.teacher is not None:
         f["activations"] += " + teacher's forward and logits"
     if (
@@ -201,6 +231,8 @@ def explain(
                 f"{spec.hidden}, {spec.heads} heads, vocabulary {spec.vocab}; give "
                 "--config or --layers/--hidden for exact activations."
             )
+    if isinstance(spec, CnnSpec) and spec.note:
+        notes.append(spec.note)
     if s.dropout_mask_bytes != 1.0:
         notes.append(f"Dropout masks counted at {s.dropout_mask_bytes:g} B per element.")
     notes.append(

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.estimator import Estimate, estimate
-from gpuwatch.budget.specs import ModelSpec, TransformerSpec
+from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.workload import Setup, Workload
 
 
@@ -21,6 +21,7 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup) -> list[tuple[str, Work
     out: list[tuple[str, Workload, Setup]] = []
     train = wl.mode == "train"
     tf = isinstance(spec, TransformerSpec)
+    attention = tf or (isinstance(spec, CnnSpec) and spec.has_attention)
 
     def add(change: str, setup: Setup | None = None, workload: Workload | None = None) -> None:
         out.append((change, workload or wl, setup or s))
@@ -40,7 +41,7 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup) -> list[tuple[str, Work
     if train:
         if s.optimizer in ("adam", "adamw"):
             add("--optimizer adam8bit", replace(s, optimizer="adam8bit"))
-        if tf and s.checkpointing == "none" and not s.flash_attention:
+        if attention and s.checkpointing == "none" and not s.flash_attention:
             add("--checkpointing selective", replace(s, checkpointing="selective"))
         if s.checkpointing != "full":
             add("--checkpointing full (+33% compute)", replace(s, checkpointing="full"))
@@ -58,7 +59,7 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup) -> list[tuple[str, Work
             add("--offload optimizer", replace(s, offload="optimizer"))
     elif tf and s.kv_precision not in ("fp8", "int8", "int4"):
         add("--kv-precision fp8", replace(s, kv_precision="fp8"))
-    if tf and not s.flash_attention:
+    if attention and not s.flash_attention:
         add("--flash-attention", replace(s, flash_attention=True))
     return out
 

@@ -225,13 +225,33 @@ class TransformerSpec:
 
 @dataclass(frozen=True)
 class CnnLayer:
-    """One row of a CNN's table: saved activation elements per sample and parameters."""
+    """One row of a CNN's table: saved activation elements per sample and parameters.
+
+    ``saved_elements`` are kept in the activation dtype (16-bit under autocast).
+    Networks with normalisation run in fp32 under autocast, or with attention, add:
+    ``wide`` (kept at the residual width: GroupNorm/LayerNorm inputs and outputs),
+    ``cast`` (16-bit copies that exist only under autocast, when several matmuls read
+    one fp32 tensor), ``scores`` (eager attention's heads·n·m probabilities),
+    ``fused`` and ``stats`` (kept only by fused attention: its output, and the fp32
+    log-sum-exp) and ``live_elements`` (alive in inference while the layer runs;
+    0 means its input and output).
+    """
 
     name: str
     saved_elements: int
     params: int = 0
     index_elements: int = 0  # int64 indices saved (max pooling)
     output_elements: int = 0
+    wide: int = 0
+    cast: int = 0
+    scores: int = 0
+    fused: int = 0
+    stats: int = 0
+    live_elements: int = 0
+
+    @property
+    def live(self) -> int:
+        return self.live_elements or 2 * self.output_elements
 
 
 @dataclass(frozen=True)
@@ -242,6 +262,7 @@ class CnnSpec:
     layers: tuple[CnnLayer, ...]
     image: tuple[int, int] = (224, 224)
     param_shapes: tuple[ParamGroup, ...] = ()
+    note: str = ""  # what the table assumes, for the estimate's notes
 
     @property
     def params(self) -> int:
@@ -268,6 +289,14 @@ class CnnSpec:
     @property
     def largest_output_elements(self) -> int:
         return max((x.output_elements for x in self.layers), default=0)
+
+    def total(self, column: str) -> int:
+        """The sum of one column of the table (``wide``, ``scores``…), per sample."""
+        return sum(getattr(x, column) for x in self.layers)
+
+    @property
+    def has_attention(self) -> bool:
+        return any(x.scores for x in self.layers)
 
 
 ModelSpec = TransformerSpec | CnnSpec

@@ -14,6 +14,7 @@ from gpuwatch.budget import (
     OPTIMIZERS,
     PRECISIONS,
     BudgetError,
+    CnnSpec,
     ModelSpec,
     Setup,
     TransformerSpec,
@@ -187,11 +188,14 @@ def resolve_model(args: argparse.Namespace) -> ModelSpec:
 
 def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | None]:
     spec = resolve_model(args)
+    image = _image(args.image)
+    if image is None and isinstance(spec, CnnSpec):
+        image = spec.image  # the catalog's default size, shown in the output
     wl = Workload(
         mode=args.mode,
         batch=_int(args.batch, "--batch", 1),
         seq=_int(args.seq, "--seq", 1),
-        image=_image(args.image),
+        image=image,
         grad_accum=_int(args.grad_accum, "--grad-accum", 1),
         context=None if args.context is None else _int(args.context, "--context", 1),
     )

@@ -67,6 +67,7 @@ def test_bytes_per_param(precision, optimizer, total):
         ("llama-2-7b", 6_738_415_616),
         ("mistral-7b", 7_241_732_096),
         ("mixtral-8x7b", 46_702_792_704),
+        ("sd15-unet", 859_520_964),
     ],
 )
 def test_catalog_parameter_counts(name, params):
