@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from gpuwatch.advisor.budget_link import LinkedBudget, link_estimate
 from gpuwatch.advisor.context import Finding, ProcessKey, RuleContext
 from gpuwatch.advisor.gpu_log import GpuLog
-from gpuwatch.advisor.rules import RULES
+from gpuwatch.advisor.rules import RULE_PERIODS_S, RULES
 from gpuwatch.advisor.settings import AdvisorSettings
 from gpuwatch.budget import Estimate, ModelSpec
 from gpuwatch.core.hints import (
@@ -79,6 +79,7 @@ class Advisor:
         self._allocator: dict[ProcessKey, AllocatorStats] = {}
         self._tracks: dict[HintKey, _Track] = {}
         self._closed_at: dict[HintKey, float] = {}
+        self._rule_runs: dict[Rule, tuple[float, list[Finding]]] = {}
         self._gpu_log = GpuLog()
         self._last_s: float | None = None
 
@@ -135,14 +136,28 @@ class Advisor:
         ctx = RuleContext(history, self.settings, self._links, self._allocator, open_keys,
                           self._gpu_log)
         findings: dict[HintKey, Finding] = {}
+        live = {(p.gpu_index, p.pid) for p in snap.processes}
         for rule in self.rules:
-            for f in rule(ctx):
+            for f in self._run(rule, ctx, now, live):
                 seen = findings.get(f.key)
                 if seen is None or f.severity > seen.severity:
                     findings[f.key] = f
         events = [e for f in findings.values() if (e := self._hold(f, now)) is not None]
         events += self._expire(findings, now)
         return events
+
+    def _run(self, rule: Rule, ctx: RuleContext, now: float,
+             live: set[tuple[int, int]]) -> list[Finding]:
+        """A rule's findings; slow-moving rules run only every ``RULE_PERIODS_S`` seconds
+        and their last findings stand in between (for processes still alive)."""
+        period = RULE_PERIODS_S.get(rule, 0.0)
+        last = self._rule_runs.get(rule)
+        if period and last is not None and now - last[0] < period:
+            return [f for f in last[1] if f.pid is None or (f.gpu_index, f.pid) in live]
+        found = rule(ctx)
+        if period:
+            self._rule_runs[rule] = (now, found)
+        return found
 
     # --- hysteresis -------------------------------------------------------------
     def _hold(self, f: Finding, now: float) -> HintEvent | None:

@@ -12,8 +12,13 @@ from gpuwatch.advisor.rules.underused import underused
 RULES = (gpu_lost, oom_risk, budget_exceeds_capacity, memory_leak, fragmentation, contention,
          underused, bandwidth_saturated)
 
+# Rules that look at trends over many minutes run every few seconds, not every sample:
+# their answer cannot change faster, and with 64 processes a GPU they are most of the cost.
+RULE_PERIODS_S = {memory_leak: 10.0, contention: 5.0, underused: 10.0}
+
 CODES = ("oom-risk", "budget-exceeds-capacity", "memory-leak", "fragmentation", "contention",
          "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")
 
-__all__ = ["CODES", "RULES", "bandwidth_saturated", "budget_exceeds_capacity", "contention",
-           "fragmentation", "gpu_lost", "memory_leak", "oom_risk", "underused"]
+__all__ = ["CODES", "RULES", "RULE_PERIODS_S", "bandwidth_saturated",
+           "budget_exceeds_capacity", "contention", "fragmentation", "gpu_lost", "memory_leak",
+           "oom_risk", "underused"]

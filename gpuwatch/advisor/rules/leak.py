@@ -35,7 +35,15 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
     ring = ctx.history.process(gpu_index, pid)
     first_seen = t[0] if ring is None or len(ring) == t.size else -np.inf
     keep = t >= first_seen + s.leak_warmup_s
-    bt, by = bucket_extremes(t[keep], used[keep], s.leak_bucket_s, "min")
+    t, used = t[keep], used[keep]
+    if t.size < 8:
+        return None
+    q = t.size // 4    # cheapest test first: a leak lifts the floor of the last quarter
+    with np.errstate(invalid="ignore"):
+        lift = np.nanmin(used[-q:]) - np.nanmin(used[:q]) if q else np.nan
+    if not lift >= 0.25 * s.leak_min_rate_bytes_per_s * float(t[-1] - t[0]):
+        return None
+    bt, by = bucket_extremes(t, used, s.leak_bucket_s, "min")
     if by.size < 4 or bt[-1] - bt[0] < s.leak_min_span_s:
         return None
     quarter = max(1, by.size // 4)    # cheap test first: a steady leak lifts the last quarter
