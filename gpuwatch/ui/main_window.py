@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
 )
 
 from gpuwatch.core.history import History
+from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
 from gpuwatch.core.units import UnitSystem
-from gpuwatch.ui import budget_adapter, theme
+from gpuwatch.ui import budget_adapter, probe_view, theme
 from gpuwatch.ui.advisor_bridge import WindowAdvisor
 from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView
 from gpuwatch.ui.budget_links import FORM_KEY, BudgetLinks
@@ -58,7 +59,8 @@ class MainWindow(QMainWindow):
         self.prefs: Preferences = settings.preferences()
         self.history = history or History()
         self.links = BudgetLinks(settings)
-        self.overlays: dict[Key, Overlay] = {}
+        self.overlays: dict[Key, Overlay] = {}         # linked budgets
+        self.probe_overlays: dict[Key, Overlay] = {}   # probed processes without one
         self.samples = 0
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
@@ -131,6 +133,7 @@ class MainWindow(QMainWindow):
             return
         for snap in snaps:
             self.history.append(snap)
+            self.processes.probe_history.observe(snap)
             self.hint_source.observe()
         self.samples += len(snaps)
         self.refresh()
@@ -147,13 +150,15 @@ class MainWindow(QMainWindow):
             self.backend = snap.backend
             self.processes.simulated = snap.backend.kind is BackendKind.SIMULATED
             self._update_status()
+        probes = probe_view.probes_by_key(snap)
         self.overlays = self._overlays(snap)
-        relaid = self.cards.update_snapshot(snap, self.units, self.prefs.thresholds,
-                                            self._card_overlays())
+        self.probe_overlays = probe_view.probe_overlays(snap, probes, self.overlays)
+        relaid = self._update_cards(snap, probes)
         if relaid and self.settings.state("splitter_main") is None:
             self.fit_cards()
         self.processes.model.set_budgets({k: o.prediction.total_bytes
                                           for k, o in self.overlays.items()})
+        self.processes.model.set_probes(probes)
         self.processes.refresh()
         self.plots.refresh()
         if self.samples == 1 or self.samples % 10 == 0:
@@ -175,6 +180,21 @@ class MainWindow(QMainWindow):
         return "si" if self.prefs.units == "si" else "iec"
 
     # budget overlay ---------------------------------------------------------------------
+    def _update_cards(self, snap: Snapshot, probes: dict[Key, ProbeReport]) -> bool:
+        by_gpu = probe_view.by_gpu(probes)
+        cards = self.cards.cards
+        for index, card in cards.items():
+            card.probes = by_gpu.get(index, {})
+        known = len(cards)
+        overlays = self._card_overlays()
+        relaid = self.cards.update_snapshot(snap, self.units, self.prefs.thresholds, overlays)
+        if len(cards) != known and by_gpu:   # cards made just now: once more with the probes
+            for index, card in cards.items():
+                card.probes = by_gpu.get(index, {})
+            relaid = self.cards.update_snapshot(snap, self.units, self.prefs.thresholds,
+                                                overlays) or relaid
+        return relaid
+
     def _overlays(self, snap: Snapshot) -> dict[Key, Overlay]:
         if not len(self.links):
             return {}
@@ -192,7 +212,9 @@ class MainWindow(QMainWindow):
         """Per GPU: the selected process's overlay if it has one, else the largest."""
         selected = self.processes.selected_key()
         out: dict[int, Overlay] = {}
-        for key, o in self.overlays.items():
+        overlays = self.overlays if not self.probe_overlays else \
+            {**self.probe_overlays, **self.overlays}
+        for key, o in overlays.items():
             best = out.get(o.gpu_index)
             if key == selected or best is None or (
                     best.pid != (selected or (0, 0))[1]

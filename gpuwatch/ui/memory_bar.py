@@ -2,7 +2,10 @@
 
 When a process is linked to a budget, a second, thinner row under the measured bar
 shows the predicted categories starting where that process's segment starts, with the
-unexplained remainder (measured − predicted) as its own hatched segment.
+unexplained remainder (measured − predicted) as its own hatched segment. For a process
+that runs the probe, the row shows the probe's categories instead (they add up to what
+PyTorch has allocated), and its measured segment is drawn in three labelled parts:
+allocated, cached but free, and outside PyTorch.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from gpuwatch.core.units import UnitSystem, format_bytes
@@ -24,6 +27,8 @@ class Segment:
     color: QColor
     tooltip: str
     pattern: Qt.BrushStyle = Qt.BrushStyle.SolidPattern
+    label: str = ""          # drawn inside the segment where it fits
+    hatch: QColor | None = None   # the pattern's colour (default: the fill, darker)
 
 
 class MemoryBar(QWidget):
@@ -53,11 +58,13 @@ class MemoryBar(QWidget):
     def set_overlay(self, start_bytes: float, overlay: Overlay | None, units: str) -> None:
         pred: list[Segment] = []
         if overlay is not None:
+            prefix = "Probe · " if overlay.from_probe else "Predicted "
             for key, size in overlay.prediction.categories:
-                color = QColor(theme.CATEGORY_COLORS.get(key, theme.CATEGORY_COLORS["other"]))
-                pred.append(Segment(size, color, f"Predicted {CATEGORY_LABELS.get(key, key)}: "
+                color = QColor(theme.CATEGORY_COLORS.get(_COLOR_OF.get(key, key),
+                                                         theme.CATEGORY_COLORS["other"]))
+                pred.append(Segment(size, color, f"{prefix}{CATEGORY_LABELS.get(key, key)}: "
                                     f"{_fmt(size, units)}"))
-            if overlay.unexplained_bytes:
+            if overlay.unexplained_bytes and not overlay.from_probe:
                 pred.append(Segment(overlay.unexplained_bytes, QColor(theme.UNEXPLAINED_COLOR),
                                     "Unexplained (measured − predicted): "
                                     f"{_fmt(overlay.unexplained_bytes, units)} — CUDA context, "
@@ -102,13 +109,20 @@ class MemoryBar(QWidget):
         p.setClipPath(clip)
         p.setPen(Qt.PenStyle.NoPen)
         rects = self._rects()
+        labelled = []
         for rect, seg in rects:
             if rect.top() > 0:
                 continue
             color = QColor(c.lost) if self._greyed else seg.color
             p.fillRect(rect, color)
             if seg.pattern != Qt.BrushStyle.SolidPattern:
-                p.fillRect(rect, QBrush(color.darker(130), seg.pattern))
+                hatch = seg.hatch if seg.hatch is not None and not self._greyed \
+                    else color.darker(130)
+                p.fillRect(rect, QBrush(hatch, seg.pattern))
+            if seg.label:
+                labelled.append((rect, seg))
+        if labelled and not self._greyed:
+            self._draw_labels(p, labelled)
         p.setClipping(False)
         for rect, seg in rects:
             if rect.top() == 0:
@@ -123,6 +137,32 @@ class MemoryBar(QWidget):
         p.drawRoundedRect(full.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
         p.end()
 
+    def _draw_labels(self, p: QPainter, labelled: list[tuple[QRectF, Segment]]) -> None:
+        """Each label inside its segment, on a pill of the segment's colour, where it fits;
+        the parts between labelled segments are marked by a thin line."""
+        font = QFont(self.font())
+        font.setPixelSize(self.BAR_HEIGHT - 5)
+        p.setFont(font)
+        fm = QFontMetricsF(font)
+        edge = QColor(theme.colors().card)
+        for i, (rect, seg) in enumerate(labelled):
+            if i:
+                p.fillRect(QRectF(rect.left() - 0.5, 0, 1.0, self.BAR_HEIGHT), edge)
+            text = seg.label
+            width = fm.horizontalAdvance(text) + 8
+            if width > rect.width():
+                text = " ".join(text.split()[-2:])   # the figure alone
+                width = fm.horizontalAdvance(text) + 8
+                if width > rect.width():
+                    continue
+            pill = QRectF(rect.left() + 2, 1.5, width, self.BAR_HEIGHT - 3)
+            path = QPainterPath()
+            path.addRoundedRect(pill, 3, 3)
+            p.fillPath(path, seg.color)
+            p.setPen(QColor("#ffffff" if seg.color.lightnessF() < 0.6 else "#1d2330"))
+            p.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
+            p.setPen(Qt.PenStyle.NoPen)
+
     def mouseMoveEvent(self, event: object) -> None:
         pos = event.position()  # type: ignore[attr-defined]
         for rect, seg in self._rects():
@@ -135,6 +175,9 @@ class MemoryBar(QWidget):
     def segment_tooltips(self) -> list[str]:
         """The tooltips in drawing order (measured row, then predicted row); for tests."""
         return [s.tooltip for s in self._segments + self._prediction]
+
+
+_COLOR_OF = {"temporaries": "activations"}
 
 
 def _fmt(n: float, units: str) -> str:

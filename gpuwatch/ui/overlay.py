@@ -1,7 +1,9 @@
 """What the window draws for a process linked to a memory budget (no budget imports here).
 
 The budget adapter (:mod:`gpuwatch.ui.budget_adapter`) turns an estimate into a
-:class:`Prediction`; :func:`overlay_for` sets it against what the process really holds.
+:class:`Prediction`, and so does :func:`gpuwatch.ui.probe_view.probe_prediction` for a
+process that runs the probe; an :class:`Overlay` sets it against what the process
+really holds.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ CATEGORY_LABELS = {
     "gradients": "Gradients",
     "optimizer": "Optimizer states",
     "activations": "Activations",
+    "temporaries": "Activations and temporaries",
     "kv_cache": "KV cache",
     "overhead": "Framework overhead",
     "other": "Other",
@@ -33,12 +36,17 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Overlay:
-    """A linked process: its prediction beside its measured memory."""
+    """A linked (or probed) process: its prediction beside its measured memory."""
 
     pid: int
     gpu_index: int
     prediction: Prediction
     measured_bytes: int | None
+    source: str = "budget"     # "budget": linked by the user; "probe": the probe's facts
+
+    @property
+    def from_probe(self) -> bool:
+        return self.source == "probe"
 
     @property
     def unexplained_bytes(self) -> int:

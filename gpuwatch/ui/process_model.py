@@ -7,7 +7,9 @@ range over every row would repaint the whole table); when rows move, the whole t
 is. Sorting and filtering happen here rather than in a QSortFilterProxyModel, because a
 proxy re-sorts by calling ``data()`` (Python) thousands of times per sample; one
 ``sorted()`` with a key is far cheaper. A row's texts are formatted once per sample,
-when the view first asks for them, so ``data()`` is a lookup.
+when the view first asks for them, so ``data()`` is a lookup. A process that runs the
+probe says "probe" in the Budget column, with the allocator's figures in its tooltip
+(made on hover).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
+from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes, format_duration
 from gpuwatch.ui import theme
+from gpuwatch.ui.probe_view import probe_tooltip
 
 Key = tuple[int, int]   # (gpu index, pid)
 Index = QModelIndex | QPersistentModelIndex
@@ -53,6 +57,7 @@ class ProcessModel(QAbstractTableModel):
         self._keys: list[Key] = []               # visible rows, in display order
         self._samples: dict[Key, ProcessSample] = {}
         self._budgets: dict[Key, int] = {}       # predicted peak bytes of linked processes
+        self._probes: dict[Key, ProbeReport] = {}   # this sample's probe reports
         self._now_s = 0.0
         self._filter = ""
         self._sort_column = MEMORY
@@ -77,7 +82,8 @@ class ProcessModel(QAbstractTableModel):
             if role == Qt.ItemDataRole.TextAlignmentRole and section in NUMERIC:
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if role == Qt.ItemDataRole.ToolTipRole and section == BUDGET:
-                return "Predicted peak of the budget linked to this process"
+                return ("Predicted peak of the budget linked to this process; "
+                        "\"probe\": the process runs the in-process probe")
         return None
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
@@ -99,6 +105,8 @@ class ProcessModel(QAbstractTableModel):
         if role == _TOOLTIP:
             if col in (NAME, COMMAND):
                 return command_line(self._samples[self._keys[index.row()]])
+            if col == BUDGET:
+                return self._budget_tooltip(self._keys[index.row()])
             return None
         if role == _FONT:
             if col == BUDGET and self._keys[index.row()] in self._budgets:
@@ -129,6 +137,17 @@ class ProcessModel(QAbstractTableModel):
             self._budgets = dict(budgets)
             self._texts = {}
             self._changed_all()
+
+    def set_probes(self, probes: dict[Key, ProbeReport]) -> None:
+        """This sample's probe reports; the badges are redrawn only when one comes or goes."""
+        came_or_went = probes.keys() != self._probes.keys()
+        self._probes = probes
+        if came_or_went:
+            self._texts = {}
+            self._changed_all()
+
+    def probe(self, key: Key) -> ProbeReport | None:
+        return self._probes.get(key)
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
@@ -273,6 +292,15 @@ class ProcessModel(QAbstractTableModel):
             return lambda p, k: p.container or ""
         return lambda p, k: command_line(p)
 
+    def _budget_tooltip(self, key: Key) -> str | None:
+        linked = _budget_tooltip_text(self._budgets.get(key), self.units)
+        report = self._probes.get(key)
+        if report is None:
+            return linked
+        sample = self._samples.get(key)
+        text = probe_tooltip(report, None if sample is None else sample.used_bytes, self.units)
+        return text if linked is None else f"{linked}\n{text}"
+
     def _row_texts(self, p: ProcessSample, key: Key) -> list[str]:
         return [self._text(p, key, col) for col in range(len(COLUMNS))]
 
@@ -288,7 +316,10 @@ class ProcessModel(QAbstractTableModel):
         if col == MEMORY:
             return format_bytes(p.used_bytes, self.units)
         if col == BUDGET:
-            return format_bytes(self._budgets[key], self.units) if key in self._budgets else "—"
+            text = format_bytes(self._budgets[key], self.units) if key in self._budgets else ""
+            if key in self._probes:
+                return f"probe · {text}" if text else "probe"
+            return text or "—"
         if col == CPU:
             return "n/a" if p.cpu_percent is None else f"{p.cpu_percent:.0f} %"
         if col == RSS:
@@ -300,6 +331,12 @@ class ProcessModel(QAbstractTableModel):
         if col == CONTAINER:
             return p.container or "—"
         return command_line(p)
+
+
+def _budget_tooltip_text(budget: int | None, units: UnitSystem) -> str | None:
+    if budget is None:
+        return None
+    return f"Predicted peak of the linked budget: {format_bytes(budget, units)}"
 
 
 def _running_step(started_at_s: float | None, now_s: float) -> int | None:

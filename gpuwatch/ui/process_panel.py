@@ -2,6 +2,8 @@
 
 Right-click (or the keyboard) offers: copy the command line, link to a budget, and
 terminate — the last only for the user's own processes on real GPUs, after asking.
+For a process that runs the probe, the history plot draws what PyTorch has allocated
+under the measured line.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui import theme
 from gpuwatch.ui.plots import byte_unit, restyle_plot, ring_curve, settle
+from gpuwatch.ui.probe_view import ProbeHistory
 from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
 
-COLUMN_WIDTHS = (70, 70, 110, 40, 90, 80, 60, 80, 100, 110)
+COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 100, 110)
 
 
 def current_user() -> str:
@@ -58,6 +61,7 @@ class ProcessPanel(QWidget):
         self.user = current_user()
         self._detail_stale = False
         self.model = ProcessModel()
+        self.probe_history = ProbeHistory()   # fed by the window, one snapshot at a time
 
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter by name, user, pid, command, container…  (Ctrl+F)")
@@ -97,6 +101,7 @@ class ProcessPanel(QWidget):
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
+        self.alloc_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1))
         self.detail_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1))
         self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
                                                                style=Qt.PenStyle.DashLine),
@@ -204,6 +209,7 @@ class ProcessPanel(QWidget):
         if key is None or p is None:
             self.detail_title.setText("Select a process to see its memory over time")
             self.detail_curve.setData([], [])
+            self.alloc_curve.setData([], [])
             self.peak_line.hide()
             if self.history.latest is not None:
                 now = self.history.latest.timestamp_s
@@ -215,6 +221,13 @@ class ProcessPanel(QWidget):
                  f"{format_bytes(p.used_bytes, self.units)}")
         if budget is not None:
             title += f" · predicted peak {format_bytes(budget, self.units)}"
+        report = self.model.probe(key)
+        alloc_ring = None if report is None else self.probe_history.ring(p.pid)
+        if report is not None and report.allocator is not None:
+            color = theme.process_color(p.pid).darker(140).name()
+            title += (f" · <span style='color:{color}'>╌ allocated "
+                      f"{format_bytes(report.allocator.allocated_bytes, self.units)}</span>"
+                      " (probe)")
         self.detail_title.setText(title)
         self.detail_plot.setLabel("left", name)
         ring = self.history.process(*key)
@@ -225,6 +238,14 @@ class ProcessPanel(QWidget):
                               max(200, self.detail_plot.width()), scale)
             self.detail_curve.setPen(pg.mkPen(theme.process_color(p.pid), width=1))
             self.detail_curve.setData(x, y, connect="finite")
+            if alloc_ring is not None:
+                x, y = ring_curve(alloc_ring, "allocated_bytes", now - self.window_s, now,
+                                  max(200, self.detail_plot.width()), scale)
+                self.alloc_curve.setPen(pg.mkPen(theme.process_color(p.pid).darker(140),
+                                                 width=1, style=Qt.PenStyle.DashLine))
+                self.alloc_curve.setData(x, y, connect="finite")
+        if alloc_ring is None:
+            self.alloc_curve.setData([], [])
             self.detail_plot.setXRange(now - self.window_s, now, padding=0)
         if budget is not None:
             self.peak_line.setPos(budget / scale)
