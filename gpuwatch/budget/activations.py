@@ -30,7 +30,7 @@ from gpuwatch.budget.specs import TransformerSpec
 class ActivationOptions:
     """What changes the activations kept per layer."""
 
-    flash: bool = False
+    flash: bool = True  # fused attention, PyTorch 2's default (see Setup)
     checkpointing: str = "none"  # none | selective | full
     tp: int = 1
     sequence_parallel: bool = False

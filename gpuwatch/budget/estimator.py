@@ -16,7 +16,7 @@ sum counts twice because the two moments differ. ``total = sum − overlap``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuwatch.budget import activations as act
 from gpuwatch.budget.errors import BudgetError
@@ -74,6 +74,9 @@ class Detail:
     per_sample_bytes: float = 0.0  # what one more sample adds at that moment
     step_bytes: int = 0  # the optimizer-step peak
     recompute_flops_percent: float = 0.0
+    # with fused attention: what eager attention would add (its a·s² scores) and its peak
+    eager_attention_bytes: int = 0
+    eager_total_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,10 @@ class Estimate:
 
     def formula(self, category: str) -> str:
         return dict(self.formulas).get(category, "")
+
+
+def has_attention(spec: ModelSpec) -> bool:
+    return isinstance(spec, TransformerSpec) or spec.has_attention
 
 
 def auto_overhead(spec: ModelSpec) -> tuple[int, str]:
@@ -304,6 +311,11 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         if step_peak > backward_peak
         else "start of backward"
     )
+    eager_acts = eager_total = 0
+    if setup.flash_attention and has_attention(spec):
+        eager = estimate(spec, workload, replace(setup, flash_attention=False))
+        eager_acts = max(0, eager.breakdown.activations - breakdown.activations)
+        eager_total = eager.total_bytes
     detail = Detail(
         optimizer_persistent=round(optimizer),
         optimizer_step_temp=round(step_temp),
@@ -316,6 +328,8 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         recompute_flops_percent={"none": 0.0, "selective": 3.0, "full": 33.0}[setup.checkpointing]
         if train
         else 0.0,
+        eager_attention_bytes=eager_acts,
+        eager_total_bytes=eager_total,
     )
     est = Estimate(
         model=getattr(spec, "name", "model"),

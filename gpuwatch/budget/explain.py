@@ -59,6 +59,32 @@ def _cnn_formula(spec: CnnSpec, est: Estimate, p: Precision) -> str:
     return text
 
 
+def _attention_note(est: Estimate) -> str:
+    """Which attention the estimate assumes, and what the other choice would change.
+
+    Fused attention is the default (PyTorch ≥ 2.0 SDPA, transformers ≥ 4.36); eager
+    runs keep the a·s² scores, so the note always carries the eager figure.
+    """
+    d = est.detail
+    if not est.setup.flash_attention:
+        return (
+            "Attention counted as eager (--no-flash-attention): the a·s² scores are kept; "
+            "PyTorch ≥ 2.0 scaled_dot_product_attention (flash / memory-efficient) keeps "
+            "none of them."
+        )
+    text = (
+        "Attention assumed fused (PyTorch ≥ 2.0 scaled_dot_product_attention, flash / "
+        "memory-efficient; transformers ≥ 4.36 use it by default): no a·s² score matrix. "
+        f"Eager attention would add {format_bytes(d.eager_attention_bytes, digits=2)} "
+        "of scores"
+    )
+    if d.eager_total_bytes != est.total_bytes:
+        text += f" (total {format_bytes(d.eager_total_bytes, digits=2)})"
+    elif d.eager_attention_bytes:
+        text += " (the peak stays at the optimizer step)"
+    return text + "; --no-flash-attention counts them."
+
+
 def explain(
     spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo, overhead_note: str
 ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
@@ -129,7 +155,7 @@ def explain(
             elif not s.flash_attention:
                 text += " + a·s² attention scores"
             else:
-                text += "; flash attention keeps O(s) statistics"
+                text += "; fused attention keeps O(s) statistics"
             if d.loss_bytes:
                 text += f" + logits and loss b·s·V ({format_bytes(d.loss_bytes)})"
             if p.name.startswith("amp"):
@@ -231,6 +257,8 @@ def explain(
                 f"{spec.hidden}, {spec.heads} heads, vocabulary {spec.vocab}; give "
                 "--config or --layers/--hidden for exact activations."
             )
+    if isinstance(spec, TransformerSpec) or spec.has_attention:
+        notes.append(_attention_note(est))
     if isinstance(spec, CnnSpec) and spec.note:
         notes.append(spec.note)
     if s.dropout_mask_bytes != 1.0:

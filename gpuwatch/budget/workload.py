@@ -56,12 +56,17 @@ class Setup:
     pipeline degrees. ``overhead_bytes`` None means the automatic figure.
     ``dropout_mask_bytes`` is 1 for CUDA's fused dropout (a bool mask); a CPU run
     keeps the mask in the activation dtype.
+
+    ``flash_attention`` defaults to True: PyTorch ≥ 2.0 ``scaled_dot_product_attention``
+    (and Hugging Face transformers ≥ 4.36, which uses it by default) runs fused flash /
+    memory-efficient kernels that keep no a·s² score matrix. Every estimate with
+    attention says so in a note, with what eager attention would add.
     """
 
     precision: str = "amp-bf16"
     optimizer: str = "adamw"
     checkpointing: str = "none"
-    flash_attention: bool = False
+    flash_attention: bool = True
     zero: int = 0
     dp: int = 1
     tp: int = 1

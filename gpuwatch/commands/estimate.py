@@ -65,8 +65,9 @@ def add_estimate_parser(subparsers: Any) -> None:
     s.add_argument(
         "--flash-attention",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="fused attention (flash / memory-efficient SDPA): no a·s² scores",
+        default=True,
+        help="fused attention (flash / memory-efficient SDPA, PyTorch 2's default): no a·s² "
+        "scores; --no-flash-attention counts eager attention's scores",
     )
     s.add_argument("--zero", default="0", help="ZeRO stage 0..3 over --dp GPUs")
     s.add_argument("--dp", default="1", help="data-parallel GPUs")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.budget import Setup, Workload, estimate, lookup_model
 from gpuwatch.commands.estimate import add_estimate_parser
+from gpuwatch.core.units import format_bytes
 
 BUDGET = Path(__file__).resolve().parents[2] / "gpuwatch" / "budget"
 
@@ -140,3 +142,46 @@ def test_budget_imports_only_stdlib_numpy_core(path):
         for name in names:
             top = name.split(".")[0]
             assert top in ALLOWED or name.startswith(("gpuwatch.budget", "gpuwatch.core")), name
+
+
+def test_fused_attention_is_the_default_everywhere(capsys):
+    assert Setup().flash_attention is True
+    argv = ["--model", "gpt2-medium", "--batch", "8", "--seq", "1024", "--precision", "amp-bf16"]
+    doc = json.loads(run(capsys, *argv, "--json")[1])
+    assert doc["inputs"]["flash_attention"] is True
+    library = estimate(
+        lookup_model("gpt2-medium"), Workload(batch=8, seq=1024), Setup(precision="amp-bf16")
+    )
+    assert doc["total_bytes"] == library.total_bytes
+    eager = json.loads(run(capsys, *argv, "--no-flash-attention", "--json")[1])
+    assert eager["inputs"]["flash_attention"] is False
+    assert eager["total_bytes"] > 1.5 * doc["total_bytes"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--model", "gpt2", "--batch", "8", "--seq", "1024"],
+        ["--model", "llama-3.1-8b", "--mode", "infer", "--seq", "4096"],
+        ["--model", "bert-base", "--seq", "512", "--precision", "fp32"],
+        ["--model", "vit-b-16", "--batch", "64"],
+        ["--model", "t5-base", "--checkpointing", "full"],
+        ["--model", "sd15-unet", "--batch", "2"],
+        ["--params", "7B", "--lora", "16", "--precision", "int4"],
+    ],
+)
+def test_every_attention_estimate_notes_the_eager_figure(capsys, argv):
+    doc = json.loads(run(capsys, *argv, "--json")[1])
+    eager = json.loads(run(capsys, *argv, "--no-flash-attention", "--json")[1])
+    note = next(n for n in doc["notes"] if n.startswith("Attention assumed fused"))
+    extra = eager["breakdown_bytes"]["activations"] - doc["breakdown_bytes"]["activations"]
+    assert "PyTorch ≥ 2.0" in note and "--no-flash-attention" in note
+    assert f"would add {format_bytes(max(0, extra), digits=2)} of scores" in note
+    # what-if never offers eager attention as a saving
+    assert not any("flash" in w["change"] for w in doc["what_if"])
+    assert any(n.startswith("Attention counted as eager") for n in eager["notes"])
+
+
+def test_models_without_attention_have_no_attention_note(capsys):
+    doc = json.loads(run(capsys, "--model", "resnet-50", "--json")[1])
+    assert not any(n.startswith("Attention") for n in doc["notes"])
