@@ -48,7 +48,7 @@ def _links_fragmentation(a: Advisor) -> None:
 
 def _links_contention(a: Advisor) -> None:
     for pid in (5100, 5200):
-        link(a, 0, pid, "gpt2-medium", 4, 1024, precision="amp-bf16")
+        link(a, 0, pid, "gpt2-medium", 12, 1024, precision="amp-bf16")
 
 
 def _links_underused(a: Advisor) -> None:

@@ -97,7 +97,7 @@ def test_lost_gpu_and_its_return() -> None:
 def test_contention_between_two_budgeted_runs() -> None:
     advisor = Advisor()
     for pid in (5100, 5200):
-        _linked(advisor, 0, pid, "gpt2-medium", 4, 1024, precision="amp-bf16")
+        _linked(advisor, 0, pid, "gpt2-medium", 12, 1024, precision="amp-bf16")
     run = run_scenario("contention", 120, advisor=advisor)
     assert run.codes() == {"contention"}
     hint = next(e.hint for _, e in run.events if e.hint.code == "contention")
