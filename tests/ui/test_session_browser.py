@@ -198,8 +198,7 @@ def test_read_entry_and_delete_helpers(scenario):
 
 
 def test_a_long_session_is_painted_from_an_overview_first(qtbot, scenario, monkeypatch):
-    monkeypatch.setattr("gpuwatch.ui.session_replay.OVERVIEW_ABOVE", 100)
-    monkeypatch.setattr("gpuwatch.ui.session_replay.OVERVIEW_BUCKETS", 50)
+    monkeypatch.setattr("gpuwatch.sessions.replay.OVERVIEW_ABOVE", 100)
     path = record(scenario("oom-ramp"), 600)
     window = ReplayWindow(path)
     qtbot.addWidget(window)
