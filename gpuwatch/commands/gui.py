@@ -6,6 +6,8 @@ Qt is imported only inside :func:`run_gui`, so the other subcommands start witho
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from gpuwatch.commands import options
 
@@ -32,7 +34,22 @@ def add_gui_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_gui)
 
 
+def display_problem(screenshot: bool) -> str | None:
+    """Why the window cannot open here, or None. Checked before Qt aborts the process."""
+    if screenshot or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return ("No desktop display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window "
+            "cannot open.\nIn a terminal, try `gpuwatch record --demo` or `gpuwatch snapshot "
+            "--demo`; `gpuwatch gui --screenshot out.png` renders the window without a display.")
+
+
 def run_gui(args: argparse.Namespace) -> int:
+    problem = display_problem(bool(args.screenshot))
+    if problem is not None:
+        print(f"gpuwatch: {problem}", file=sys.stderr)
+        return 1
     from gpuwatch.ui import LaunchOptions, launch
 
     return launch(LaunchOptions(

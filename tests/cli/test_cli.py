@@ -166,3 +166,11 @@ def test_record_json_carries_hint_events(capsys):
     events = [d for d in docs if d["schema"] == "gpuwatch.hint-event/1"]
     assert events and events[0]["event"] == "opened"
     assert events[0]["hint"]["code"] == "oom-risk"
+
+
+def test_the_window_without_a_display_says_so(capsys, monkeypatch):
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    code, _, err = run(capsys, "gui", "--demo")
+    assert code == 1
+    assert "No desktop display found" in err and "gpuwatch record --demo" in err
