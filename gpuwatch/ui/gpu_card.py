@@ -19,16 +19,9 @@ from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
 from gpuwatch.ui import theme
-from gpuwatch.ui.memory_bar import MemoryBar, Segment
-from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay
-from gpuwatch.ui.probe_view import (
-    SPLIT_HELP,
-    SPLIT_LABELS,
-    ProbeSplit,
-    allocator_notes,
-    largest,
-    probe_split,
-)
+from gpuwatch.ui.memory_bar import LegendLines, MemoryBar, Segment
+from gpuwatch.ui.overlay import Overlay
+from gpuwatch.ui.probe_view import largest, legend_lines, probe_split, split_segments
 from gpuwatch.ui.settings import Thresholds
 
 LEGEND_PROCESSES = 3
@@ -56,9 +49,8 @@ class GpuCard(QFrame):
         self.height_changed = False   # the budget line came or went: the view may re-fit
         self._total_bytes: int | None = None
         self.probes: dict[int, ProbeReport] = {}   # pid -> this sample's report, on this GPU
-        self._splits: dict[int, ProbeSplit] = {}   # pid -> its split, this sample
-        self._probe_key: tuple | None = None       # what the probe line shows now
-        self._budget_key: tuple | None = None      # what a probe's budget line shows now
+        self._splits: dict[int, list[Segment]] = {}   # pid -> its split's segments
+        self._probe_key: tuple | None = None          # what the probe legend shows now
 
         self.title = _Label()
         self.title.setTextFormat(Qt.TextFormat.RichText)
@@ -81,10 +73,7 @@ class GpuCard(QFrame):
         self.budget.setTextFormat(Qt.TextFormat.RichText)
         self.budget.setWordWrap(True)
         self.budget.hide()
-        self.probe = _Label()
-        self.probe.setObjectName("probe")
-        self.probe.setTextFormat(Qt.TextFormat.RichText)
-        self.probe.setWordWrap(True)
+        self.probe = LegendLines()
         self.probe.hide()
         for label in (self.busy, self.bandwidth, self.util, self.pcie, self.legend, self.free):
             label.setProperty("muted", True)
@@ -158,7 +147,7 @@ class GpuCard(QFrame):
             label.set("")
         self.vitals.set("")
         self.budget.hide()
-        self._show_probe(None, units="iec")
+        self._show_probe(None, None, "iec")
 
     def _show_memory(self, g: GpuSample, units: UnitSystem, thresholds: Thresholds,
                      overlay: Overlay | None) -> None:
@@ -179,8 +168,9 @@ class GpuCard(QFrame):
             report = self.probes.get(p.pid) if self.probes else None
             split = None if report is None else probe_split(p.used_bytes, report)
             if split is not None:
-                self._splits[p.pid] = split
-                segments.extend(_split_segments(p, split, units))
+                parts = self._splits[p.pid] = split_segments(_proc_name(p), p.pid, split,
+                                                             units)
+                segments.extend(parts)
                 continue
             segments.append(Segment(size, theme.process_color(p.pid),
                                     f"{_proc_name(p)} (pid {p.pid}): {format_bytes(size, units)}"))
@@ -224,11 +214,12 @@ class GpuCard(QFrame):
         self.legend.set("&nbsp;&nbsp; ".join(parts))
         shown = largest(procs, self.probes, overlay.pid if overlay else None) \
             if self._splits else None
-        self._show_probe(shown, units)
+        self._show_probe(shown, overlay, units)
         self._show_budget(overlay, units)
 
-    def _show_probe(self, p: ProcessSample | None, units: UnitSystem) -> None:
-        """The legend of one probed process's split and its allocator figures."""
+    def _show_probe(self, p: ProcessSample | None, overlay: Overlay | None,
+                    units: UnitSystem) -> None:
+        """The legend of one probed process's split, its tensors and allocator figures."""
         split = None if p is None else self._splits.get(p.pid)
         if p is None or split is None:
             if not self.probe.isHidden():
@@ -237,16 +228,20 @@ class GpuCard(QFrame):
             self._probe_key = None
             return
         report = self.probes[p.pid]
-        key = (p.pid, split, report.allocator, report.alloc_conf, units, len(self._splits),
-               theme.colors().dark)
+        mine = overlay if overlay is not None and overlay.pid == p.pid else None
+        key = (p.pid, split, report.allocator, report.optimizer, report.alloc_conf, mine,
+               units, len(self._splits), theme.colors().dark)
         if key != self._probe_key:
             self._probe_key = key
-            self.probe.set(_probe_text(p, split, report, units, len(self._splits)))
+            lines, tooltip = legend_lines(p.pid, split, report, mine, units, len(self._splits))
+            self.probe.set_lines(lines, tooltip)
         if self.probe.isHidden():
             self.probe.show()
             self.height_changed = True
 
     def _show_budget(self, overlay: Overlay | None, units: UnitSystem) -> None:
+        if overlay is not None and overlay.from_probe:
+            overlay = None          # the probe legend shows its categories
         if (overlay is None) != self.budget.isHidden():
             self.height_changed = True
         if overlay is None:
@@ -254,13 +249,6 @@ class GpuCard(QFrame):
             return
         c = theme.colors()
         pred = overlay.prediction
-        if overlay.from_probe:
-            if (overlay, units) != self._budget_key:
-                self._budget_key = (overlay, units)
-                self.budget.set(_probe_budget_text(overlay, units))
-            self.budget.show()
-            return
-        self._budget_key = None
         text = (f"<b>Budget</b> pid {overlay.pid} · {html.escape(pred.label)}: predicted "
                 f"<b>{format_bytes(pred.total_bytes, units)}</b>, measured "
                 f"{format_bytes(overlay.measured_bytes, units)}")
@@ -276,7 +264,7 @@ class GpuCard(QFrame):
                     f"{format_bytes(overlay.headroom_bytes, units)}</span>"
         split = self._splits.get(overlay.pid)
         if split is not None:
-            text += (f"; the probe counts <b>{format_bytes(split.allocated_bytes, units)}"
+            text += (f"; the probe counts <b>{format_bytes(split[0].bytes, units)}"
                      "</b> in tensors")
         self.budget.set(text)
         self.budget.show()
@@ -312,55 +300,6 @@ class GpuCard(QFrame):
         if rank is None:
             rank = self._order[p.pid] = len(self._order)
         return rank
-
-
-def split_colors(pid: int) -> tuple[QColor, QColor, QColor]:
-    """Allocated, cached free (hatched over a light fill), outside PyTorch."""
-    base = theme.process_color(pid)
-    return base, base.lighter(165), base.darker(175)
-
-
-def _split_segments(p: ProcessSample, split: ProbeSplit, units: UnitSystem) -> list[Segment]:
-    allocated, cached, outside = split_colors(p.pid)
-    who = f"{_proc_name(p)} (pid {p.pid})"
-    out = []
-    for size, color, label, why, pattern in zip(
-            split.parts, (allocated, cached, outside), SPLIT_LABELS, SPLIT_HELP,
-            (Qt.BrushStyle.SolidPattern, Qt.BrushStyle.BDiagPattern,
-             Qt.BrushStyle.SolidPattern), strict=True):
-        figure = format_bytes(size, units)
-        out.append(Segment(size, color, f"{who} · {label} ({why}): {figure}", pattern,
-                           f"{label} {figure}", allocated))
-    return out
-
-
-def _probe_text(p: ProcessSample, split: ProbeSplit, report: ProbeReport, units: UnitSystem,
-                probed: int) -> str:
-    c = theme.colors()
-    colors = split_colors(p.pid)
-    swatches = ("■", "▨", "■")
-    parts = [f"<span style='color:{colors[0].name()}'>{swatches[i]}</span> {label} "
-             f"<b>{format_bytes(size, units)}</b>" if i == 0 else
-             f"<span style='color:{(colors[0] if i == 1 else colors[2]).name()}'>{swatches[i]}"
-             f"</span> {label} {format_bytes(size, units)}"
-             for i, (label, size) in enumerate(zip(SPLIT_LABELS, split.parts, strict=True))]
-    head = f"<b>Probe</b> pid {p.pid}" + (f" (+{probed - 1} probed)" if probed > 1 else "")
-    text = f"{head}&nbsp;&nbsp; " + "&nbsp;&nbsp; ".join(parts)
-    notes = allocator_notes(report, units)
-    if notes:
-        a = report.allocator
-        trouble = a is not None and bool(a.num_alloc_retries or a.num_ooms)
-        text += (f"<br><span style='color:{c.warning if trouble else c.muted}'>Allocator:</span>"
-                 f" <span style='color:{c.muted}'>{html.escape(' · '.join(notes))}</span>")
-    return text
-
-
-def _probe_budget_text(overlay: Overlay, units: UnitSystem) -> str:
-    pred = overlay.prediction
-    cats = ", ".join(f"{CATEGORY_LABELS.get(k, k).lower()} {format_bytes(b, units)}"
-                     for k, b in pred.categories)
-    return (f"<b>From the probe</b> {html.escape(pred.label)}: {cats} = tensors "
-            f"<b>{format_bytes(pred.total_bytes, units)}</b>")
 
 
 def _proc_name(p: ProcessSample) -> str:

@@ -10,10 +10,20 @@ allocated, cached but free, and outside PyTorch.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QStaticText,
+)
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from gpuwatch.core.units import UnitSystem, format_bytes
@@ -43,6 +53,8 @@ class MemoryBar(QWidget):
         self._prediction: list[Segment] = []
         self._prediction_start = 0.0
         self._greyed = False
+        self._label_font: QFont | None = None
+        self._label_metrics: QFontMetricsF | None = None
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(self.BAR_HEIGHT)
@@ -140,10 +152,12 @@ class MemoryBar(QWidget):
     def _draw_labels(self, p: QPainter, labelled: list[tuple[QRectF, Segment]]) -> None:
         """Each label inside its segment, on a pill of the segment's colour, where it fits;
         the parts between labelled segments are marked by a thin line."""
-        font = QFont(self.font())
-        font.setPixelSize(self.BAR_HEIGHT - 5)
-        p.setFont(font)
-        fm = QFontMetricsF(font)
+        if self._label_font is None or self._label_metrics is None:
+            self._label_font = QFont(self.font())
+            self._label_font.setPixelSize(self.BAR_HEIGHT - 5)
+            self._label_metrics = QFontMetricsF(self._label_font)
+        p.setFont(self._label_font)
+        fm = self._label_metrics
         edge = QColor(theme.colors().card)
         for i, (rect, seg) in enumerate(labelled):
             if i:
@@ -172,6 +186,10 @@ class MemoryBar(QWidget):
                 return
         QToolTip.hideText()
 
+    def measured_segments(self) -> list[Segment]:
+        """The measured row's segments, in drawing order; for tests."""
+        return list(self._segments)
+
     def segment_tooltips(self) -> list[str]:
         """The tooltips in drawing order (measured row, then predicted row); for tests."""
         return [s.tooltip for s in self._segments + self._prediction]
@@ -183,3 +201,116 @@ _COLOR_OF = {"temporaries": "activations"}
 def _fmt(n: float, units: str) -> str:
     unit_system: UnitSystem = "si" if units == "si" else "iec"
     return format_bytes(n, unit_system)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A piece of a legend line: text in a colour, optionally after a swatch of a segment."""
+
+    text: str
+    color: str | None = None      # None: the theme's text colour
+    bold: bool = False
+    swatch: Segment | None = None
+
+
+class LegendLines(QWidget):
+    """A few lines of coloured text and swatches, painted in one go.
+
+    Changing the figures only repaints this widget: unlike a word-wrapped rich-text
+    label, it asks for no layout pass (its height changes only with its line count).
+    Runs are laid out once per change as static text, so a paint only draws them. A line
+    wider than the widget is cut with an ellipsis; the tooltip has everything."""
+
+    SWATCH = 10
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._lines: list[list[Run]] = []
+        self._placed: list[list[tuple[float, float, QStaticText, Run]]] = []
+        self._fonts: dict[bool, QFont] = {}
+        self._static: dict[tuple[str, bool], tuple[QStaticText, float]] = {}
+        self._step = 0
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(0)
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, self.height())
+
+    def set_lines(self, lines: list[list[Run]], tooltip: str) -> None:
+        if lines == self._lines:
+            return
+        self._lines = lines
+        self._place()
+        height = len(lines) * self._step + 1
+        if height != self.height():
+            self.setFixedHeight(height)
+        self.setToolTip(tooltip)
+        self.update()
+
+    def text(self) -> str:
+        """The lines as plain text; for tests."""
+        return "\n".join("".join(r.text for r in line) for line in self._lines)
+
+    def changeEvent(self, event: object) -> None:
+        super().changeEvent(event)  # type: ignore[arg-type]
+        if event.type() == QEvent.Type.FontChange:  # type: ignore[attr-defined]
+            self._fonts = {}
+            self._static = {}
+            self._place()
+
+    def _place(self) -> None:
+        if not self._fonts:
+            bold = QFont(self.font())
+            bold.setBold(True)
+            self._fonts = {False: QFont(self.font()), True: bold}
+            self._step = math.ceil(QFontMetricsF(self.font()).lineSpacing())
+        metrics: dict[bool, QFontMetricsF] = {}
+        cache, fresh = self._static, {}
+        self._placed = []
+        for line in self._lines:
+            x, placed = 0.0, []
+            for run in line:
+                if run.swatch is not None:
+                    x += self.SWATCH + 4
+                key = (run.text, run.bold)
+                made = cache.get(key) or fresh.get(key)
+                if made is None:   # only the figures that changed are laid out again
+                    static = QStaticText(run.text)
+                    static.setTextFormat(Qt.TextFormat.PlainText)
+                    static.prepare(font=self._fonts[run.bold])
+                    fm = metrics.get(run.bold) or metrics.setdefault(
+                        run.bold, QFontMetricsF(self._fonts[run.bold]))
+                    made = (static, fm.horizontalAdvance(run.text))
+                fresh[key] = made
+                placed.append((x, made[1], made[0], run))
+                x += made[1]
+            self._placed.append(placed)
+        self._static = fresh     # keeps what this change shows, drops the rest
+
+    def paintEvent(self, event: object) -> None:
+        c = theme.colors()
+        p = QPainter(self)
+        width = float(self.width())
+        for i, line in enumerate(self._placed):
+            y = float(i * self._step)
+            for x, advance, static, run in line:
+                if run.swatch is not None:
+                    left = x - self.SWATCH - 4
+                    if left + self.SWATCH >= width:
+                        break
+                    box = QRectF(left, y + (self._step - self.SWATCH) / 2, self.SWATCH,
+                                 self.SWATCH)
+                    seg = run.swatch
+                    p.fillRect(box, seg.color)
+                    if seg.pattern != Qt.BrushStyle.SolidPattern:
+                        p.fillRect(box, QBrush(seg.hatch or seg.color.darker(130), seg.pattern))
+                p.setFont(self._fonts[run.bold])
+                p.setPen(QColor(run.color or c.text))
+                if x + advance <= width:
+                    p.drawStaticText(QPointF(x, y), static)
+                    continue
+                fm = QFontMetricsF(self._fonts[run.bold])
+                text = fm.elidedText(run.text, Qt.TextElideMode.ElideRight, max(0.0, width - x))
+                p.drawText(QPointF(x, y + fm.ascent()), text)
+                break
+        p.end()

@@ -1,4 +1,4 @@
-"""What the window makes of a process that runs the in-process probe (no widgets here).
+"""What the window makes of a process that runs the in-process probe (no widgets of its own).
 
 A probe report says what PyTorch holds inside the process; NVML says what the process
 holds on the GPU. Set side by side they split the process's memory into:
@@ -20,12 +20,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 from gpuwatch.core.history import HOUR_AT_1HZ, Ring
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui.overlay import Overlay, Prediction
+from gpuwatch.ui import theme
+from gpuwatch.ui.memory_bar import Run, Segment
+from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay, Prediction
 
 Key = tuple[int, int]   # (gpu index, pid)
 
@@ -35,6 +39,9 @@ SPLIT_HELP = (
     "PyTorch's caching allocator: reserved − allocated",
     "CUDA context, cuBLAS/cuDNN workspaces, other libraries: used − reserved",
 )
+SHORT_CATEGORY = {"parameters": "params", "gradients": "grads", "optimizer": "optimizer",
+                  "temporaries": "activations"}
+_SHORT_COLOR = {"temporaries": "activations"}
 ALLOCATED_COLUMNS = {"timestamp_s": np.float64, "allocated_bytes": np.float64}
 FORGET_AFTER_S = 30.0   # a probe silent this long loses its allocated history
 
@@ -180,6 +187,62 @@ def largest(processes: Iterable[ProcessSample], probes: Mapping[int, ProbeReport
         if best is None or (p.used_bytes or 0) > (best.used_bytes or 0):
             best = p
     return best
+
+
+def split_colors(pid: int) -> tuple[QColor, QColor, QColor]:
+    """Allocated (the process's colour), cached free (hatched over a light fill), outside
+    PyTorch (dark)."""
+    base = theme.process_color(pid)
+    return base, base.lighter(165), base.darker(175)
+
+
+def split_segments(name: str, pid: int, split: ProbeSplit, units: UnitSystem) -> list[Segment]:
+    """The bar's three segments for a probed process, labelled, with tooltips."""
+    colors = split_colors(pid)
+    patterns = (Qt.BrushStyle.SolidPattern, Qt.BrushStyle.BDiagPattern,
+                Qt.BrushStyle.SolidPattern)
+    out = []
+    for size, color, label, why, pattern in zip(split.parts, colors, SPLIT_LABELS, SPLIT_HELP,
+                                                patterns, strict=True):
+        figure = format_bytes(size, units)
+        out.append(Segment(size, color, f"{name} (pid {pid}) · {label} ({why}): {figure}",
+                           pattern, f"{label} {figure}", colors[0]))
+    return out
+
+
+def legend_lines(pid: int, split: list[Segment], report: ProbeReport, overlay: Overlay | None,
+                 units: UnitSystem, probed: int) -> tuple[list[list[Run]], str]:
+    """The card's probe legend: the split with swatches; the probe's tensors by category
+    (when the overlay is the probe's) or what it runs; the allocator's trouble signs."""
+    c = theme.colors()
+    head = [Run("Probe", bold=True),
+            Run(f" pid {pid}" + (f" (+{probed - 1})" if probed > 1 else "") + " · ", c.muted)]
+    first: list[Run] = list(head)
+    for seg in split:
+        label, figure = seg.label.rsplit(" ", 2)[0], " ".join(seg.label.split()[-2:])
+        first += [Run(f"{label} ", swatch=seg), Run(figure, bold=seg is split[0]), Run("   ")]
+    second = [Run(probe_label(report), c.muted)]
+    if overlay is not None and overlay.from_probe:
+        pred = overlay.prediction
+        second = [Run("Tensors "), Run(format_bytes(pred.total_bytes, units), bold=True),
+                  Run(" = ", c.muted)]
+        for key, size in pred.categories:
+            color = QColor(theme.CATEGORY_COLORS.get(_SHORT_COLOR.get(key, key),
+                                                     theme.CATEGORY_COLORS["other"]))
+            name = SHORT_CATEGORY.get(key) or CATEGORY_LABELS.get(key, key).lower()
+            second += [Run(f"{name} ", swatch=Segment(size, color, "")),
+                       Run(f"{format_bytes(size, units)}  ")]
+    lines = [first, second]
+    notes = allocator_notes(report, units)
+    if notes:
+        a = report.allocator
+        trouble = a is not None and bool(a.num_alloc_retries or a.num_ooms)
+        lines.append([Run("Allocator: ", c.warning if trouble else c.muted),
+                      Run(" · ".join(notes), c.muted)])
+    tooltip = "\n".join([*(s.tooltip for s in split), f"Probe: {probe_label(report)}",
+                         "".join(r.text for r in second).strip(),
+                         *(["Allocator: " + " · ".join(notes)] if notes else [])])
+    return lines, tooltip
 
 
 class ProbeHistory:
