@@ -83,7 +83,9 @@ class SamplingSession(QObject):
     def stop(self) -> None:
         self._stopping = True
         if self.sampler is not None:
+            self.bridge.close()          # a sampler waiting for the window must not block
             self.sampler.stop()
+            self.bridge.reopen()
             self.sampler = None
 
     def _preferences(self, prefs: Preferences) -> None:

@@ -70,6 +70,35 @@ def test_bridge_coalesces_bursts(qtbot) -> None:
     assert len(batches) == 1 and batches[0] == [0, 1, 2, 3, 4]
 
 
+def test_bridge_holds_a_fast_sampler_to_the_windows_pace(qtbot) -> None:
+    import threading
+
+    from gpuwatch.ui.bridge import SnapshotBridge
+
+    bridge = SnapshotBridge(max_pending=3)
+    got: list = []
+    bridge.snapshots.connect(got.extend)
+    pushed: list[int] = []
+
+    def sampler() -> None:
+        for i in range(10):
+            bridge.push(i)  # type: ignore[arg-type]
+            pushed.append(i)
+
+    thread = threading.Thread(target=sampler)
+    thread.start()
+    qtbot.waitUntil(lambda: len(got) == 10, timeout=10_000)   # the GUI drains, it goes on
+    thread.join(5)
+    assert got == list(range(10)) and pushed == list(range(10))
+    blocked = threading.Thread(target=lambda: [bridge.push(i) for i in range(5)])
+    blocked.start()                       # nobody drains: it waits after 3 ...
+    blocked.join(0.3)
+    assert blocked.is_alive()
+    bridge.close()                        # ... until the bridge lets go
+    blocked.join(5)
+    assert not blocked.is_alive()
+
+
 def test_gui_screenshot_command(tmp_path: Path, qapp) -> None:
     out = tmp_path / "shot.png"
     rc = cli.main(["gui", "--demo", "faults", "--screenshot", str(out),

@@ -92,6 +92,7 @@ def test_the_sampler_thread_feeds_the_window_and_stops_on_close(make_window, sce
     bridge.snapshots.disconnect(window.on_snapshots)
     bridge.snapshots.connect(record)
     sampler = Sampler(backend, 1.0, bridge.push, bridge.error).start()
+    window.closing.connect(bridge.close)       # a sampler waiting for the window lets go
     window.closing.connect(sampler.stop)
     qtbot.waitUntil(lambda: window.samples >= 50, timeout=10_000)
     window.close()
