@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from gpuwatch import __version__
 from gpuwatch.commands import session_cmds, telemetry_cmds
+from gpuwatch.commands.estimate import add_estimate_parser
+from gpuwatch.commands.gui import add_gui_parser
 from gpuwatch.commands.options import UsageError
 from gpuwatch.core.units import UnitError
 from gpuwatch.sessions.errors import SessionFileError
@@ -28,22 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "an out-of-memory crash.")
     parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_optional(sub, "gpuwatch.commands.gui", "add_gui_parser")
+    add_gui_parser(sub)
     telemetry_cmds.add_parsers(sub)
     session_cmds.add_parsers(sub)
-    _add_optional(sub, "gpuwatch.commands.estimate", "add_estimate_parser")
+    add_estimate_parser(sub)
     return parser
-
-
-def _add_optional(sub: argparse._SubParsersAction, module: str, function: str) -> None:
-    """Subcommands whose module may not be part of this build yet."""
-    import importlib
-
-    try:
-        add = getattr(importlib.import_module(module), function)
-    except (ImportError, AttributeError):
-        return
-    add(sub)
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> set[str]:

@@ -12,7 +12,7 @@ def record_scenario(path: Path, scenario: str, until_s: float | None = None,
                     step_s: float = 1.0) -> Path:
     """Sample ``scenario`` on a stepped clock into a session file at ``path``."""
     backend = open_backend(SourceOptions(demo=scenario, time_scale="max"))
-    end = until_s if until_s is not None else backend._lib.scenario.duration_s
+    end = until_s if until_s is not None else backend.scenario_duration_s
     recorder = Recorder(path, step_s)
     t = 0.0
     try:

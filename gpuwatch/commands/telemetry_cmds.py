@@ -73,11 +73,10 @@ def run_record(args: argparse.Namespace) -> int:
     simulated = backend.info.kind is BackendKind.SIMULATED
     duration = args.duration
     if duration is None and simulated:
-        duration = backend._lib.scenario.duration_s
+        duration = backend.scenario_duration_s
     history = History()
     start = backend.clock.elapsed_s()
     done = threading.Event()
-    failures: list[Exception] = []
     recorder = None
     if not args.no_save:
         out = Path(args.out) if args.out else paths.new_session_path(backend.clock.now_s())
@@ -116,7 +115,6 @@ def run_record(args: argparse.Namespace) -> int:
             sampler.stop(timeout_s=0)
 
     def on_error(exc: Exception) -> None:
-        failures.append(exc)
         print(f"gpuwatch: a sample failed: {exc}", file=sys.stderr)
 
     if not args.json:

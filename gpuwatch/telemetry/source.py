@@ -44,6 +44,7 @@ def open_backend(options: SourceOptions) -> NvmlBackend:
     probes = ScenarioProbes(lib)
     backend = NvmlBackend(lib, host=ScenarioHost(lib, clock), clock=clock,
                           probes=probes if probes else None,
+                          scenario_duration_s=scenario.duration_s,
                           kind=BackendKind.SIMULATED, scenario=scenario.name,
                           pcie_thread=options.pcie_latency_s > 0 and not options.pcie_inline)
     return backend.open()

@@ -77,7 +77,7 @@ def take_screenshot(opts: app_module.LaunchOptions) -> int:
 def _prefill(window: MainWindow, demo: str, name: str, interval_s: float,
              span_s: float | None) -> None:
     probe = open_backend(SourceOptions(demo=demo, time_scale="max"))
-    duration = probe._lib.scenario.duration_s
+    duration = probe.scenario_duration_s
     probe.close()
     end = min(SCREENSHOT_AT_S.get(name, 600), duration)
     span = DEFAULT_SIM_SPAN_S if span_s is None else span_s

@@ -47,7 +47,7 @@ def test_filters_by_text(make_window, scenario) -> None:
 def test_follows_churn_without_stale_rows(make_window, scenario) -> None:
     window = make_window()
     backend = scenario("churn")
-    duration = backend._lib.scenario.duration_s
+    duration = backend.scenario_duration_s
     model = window.processes.model
     seen_sizes = set()
     for i in range(0, 120):

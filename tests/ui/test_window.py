@@ -63,7 +63,7 @@ def test_no_exception_escapes_in_any_scenario(make_window, scenario, qtbot, name
     window = make_window()
     window.show()
     backend = scenario(name)
-    duration = backend._lib.scenario.duration_s
+    duration = backend.scenario_duration_s
     times = [i * duration / 40 for i in range(41)]
     feed(window, backend, times)
     for window_s in (60, 3600, 86400):

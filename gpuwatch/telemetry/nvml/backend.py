@@ -46,13 +46,14 @@ class NvmlBackend:
                  clock: Clock | None = None, *, kind: BackendKind = BackendKind.NVML,
                  scenario: str | None = None, pcie_thread: bool = True,
                  pcie_interval_s: float = 1.0, lost_retry_s: float = 2.0,
-                 probes: ProbeSource | None = None):
+                 probes: ProbeSource | None = None, scenario_duration_s: float | None = None):
         if host is None:
             from gpuwatch.telemetry.host import PsutilHost
             host = PsutilHost()
         self._lib = lib
         self._host = host
         self._probes = probes
+        self.scenario_duration_s = scenario_duration_s   # simulated: the scenario's length
         self.clock: Clock = clock or WallClock()
         self._kind = kind
         self._scenario = scenario
