@@ -10,6 +10,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from gpuwatch.advisor import Advisor, event_to_json, format_event
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
@@ -76,6 +78,7 @@ def run_record(args: argparse.Namespace) -> int:
         duration = backend.scenario_duration_s
     history = History()
     start = backend.clock.elapsed_s()
+    start_stamp = backend.clock.now_s()      # the first sample's time
     done = threading.Event()
     recorder = None
     if not args.no_save:
@@ -89,7 +92,6 @@ def run_record(args: argparse.Namespace) -> int:
 
     advisor = Advisor()
     worst: dict[tuple, Severity] = {}
-    first_stamp: list[float] = []
 
     def on_snapshot(snap: Snapshot) -> None:
         history.append(snap)
@@ -98,7 +100,6 @@ def run_record(args: argparse.Namespace) -> int:
             recorder.add_snapshot(snap)
             for event in events:
                 recorder.add_hint_event(event)
-        first_stamp[:] = first_stamp or [snap.timestamp_s]
         for e in events:      # each hint counted once, at the worst severity it reached
             worst[e.hint.key] = max(worst.get(e.hint.key, e.hint.severity), e.hint.severity)
         if args.json:
@@ -107,7 +108,7 @@ def run_record(args: argparse.Namespace) -> int:
         else:
             lines = format_tick(snap, backend.clock.elapsed_s() - start)
             # virtual runs print time since the start; real ones the time of day
-            since = first_stamp[0] if simulated else None
+            since = start_stamp if simulated else None
             lines += ["  hint " + format_event(e, since) for e in events]
         try:
             print("\n".join(lines), flush=True)
@@ -151,7 +152,8 @@ def _summary(history: History, samples: int, elapsed_s: float) -> str:
     peaks = []
     for index, ring in sorted(history.gpus.items()):
         used = ring.column("used_bytes")
-        finite = used[~(used != used)]  # drop NaN (lost samples)
+        finite = used[~np.isnan(used)]  # NaN: the GPU was lost
+
         peak = format_bytes(float(finite.max())) if finite.size else "n/a"
         peaks.append(f"GPU {index} peak {peak}")
     return (f"Recorded {samples} samples over {format_duration(elapsed_s)}"
