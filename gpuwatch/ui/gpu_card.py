@@ -23,6 +23,7 @@ from gpuwatch.ui.memory_bar import LegendLines, MemoryBar, Segment
 from gpuwatch.ui.overlay import Overlay
 from gpuwatch.ui.probe_view import largest, legend_lines, probe_split, split_segments
 from gpuwatch.ui.settings import Thresholds
+from gpuwatch.ui.static_label import StaticLabel
 
 LEGEND_PROCESSES = 3
 
@@ -52,31 +53,27 @@ class GpuCard(QFrame):
         self._splits: dict[int, list[Segment]] = {}   # pid -> its split's segments
         self._probe_key: tuple | None = None          # what the probe legend shows now
 
-        self.title = _Label()
-        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title = StaticLabel(rich=True)
         self.badge = _Label()
         self.badge.setObjectName("badge")
-        self.vitals = _Label()
-        self.vitals.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.vitals = StaticLabel(rich=True, align_right=True)
         self.bar = MemoryBar()
-        self.used = _Label()
-        self.used.setObjectName("used")
-        self.free = _Label()
-        self.free.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        self.legend = _Label()
-        self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.busy = _Label()
-        self.bandwidth = _Label()
-        self.util = _Label()
-        self.pcie = _Label()
+        self.used = StaticLabel(rich=True)
+        self.free = StaticLabel(align_right=True)
+        self.legend = StaticLabel(rich=True)
+        self.busy = StaticLabel()
+        self.bandwidth = StaticLabel()
+        self.util = StaticLabel()
+        self.pcie = StaticLabel()
         self.budget = _Label()
         self.budget.setTextFormat(Qt.TextFormat.RichText)
         self.budget.setWordWrap(True)
         self.budget.hide()
         self.probe = LegendLines()
         self.probe.hide()
-        for label in (self.busy, self.bandwidth, self.util, self.pcie, self.legend, self.free):
-            label.setProperty("muted", True)
+        self._muted = (self.busy, self.bandwidth, self.util, self.pcie, self.legend, self.free)
+        self._plain = (self.title, self.vitals, self.used)
+        self._colors_key: tuple | None = None
 
         top = QHBoxLayout()
         top.setSpacing(8)
@@ -116,11 +113,28 @@ class GpuCard(QFrame):
         self.title.set(f"<b>GPU {g.index}</b>&nbsp; {html.escape(self._name)}",
                        g.uuid or None)
         self._set_state(g)
+        self._apply_colors()
         if g.state is not GpuState.OK and g.memory.total_bytes is None:
             self._show_lost(g)
             return
         self._show_memory(g, units, thresholds, overlay)
         self._show_metrics(g, thresholds)
+
+    def _apply_colors(self) -> None:
+        """Text and background colours of the painted labels: the theme's, muted on a
+        lost card (as the stylesheet does for the card itself)."""
+        c = theme.colors()
+        lost = self.state is not GpuState.OK
+        key = (c, lost)
+        if key == self._colors_key:
+            return
+        self._colors_key = key
+        background = QColor(c.window if lost else c.card)
+        muted, text = QColor(c.muted), QColor(c.muted if lost else c.text)
+        for label in self._muted:
+            label.set_colors(muted, background)
+        for label in self._plain:
+            label.set_colors(text, background)
 
     def _set_state(self, g: GpuSample) -> None:
         greyed = g.state is not GpuState.OK

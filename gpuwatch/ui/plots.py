@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gpuwatch.core.history import History, Ring
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes
 from gpuwatch.ui import theme
+from gpuwatch.ui.axes import fast_axes
 from gpuwatch.ui.decimate import minmax_decimate, window_slice
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
 
@@ -64,13 +66,15 @@ def restyle_plot(plot: pg.PlotWidget) -> None:
         axis = item.getAxis(name)
         axis.setPen(c.plot_fg)
         axis.setTextPen(c.plot_fg)
+        if hasattr(axis, "set_background"):
+            axis.set_background(QColor(c.plot_bg))
     item.titleLabel.setText(item.titleLabel.text, color=c.plot_fg)
     plot.showGrid(x=True, y=True, alpha=c.grid_alpha)
 
 
 class _Plot(pg.PlotWidget):
     def __init__(self, title: str, y_label: str):
-        super().__init__(axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        super().__init__(axisItems=fast_axes())
         self.setMenuEnabled(False)
         self.setMouseEnabled(x=True, y=False)
         self.hideButtons()

@@ -157,6 +157,16 @@ class ProcessModel(QAbstractTableModel):
     def budget(self, key: Key) -> int | None:
         return self._budgets.get(key)
 
+    def row_display(self, row: int) -> tuple[list[str], int, bool]:
+        """What the view paints for a row: its texts, the process's pid (its colour)
+        and whether the Budget cell is bold (a linked budget); ``data()`` without the
+        per-cell, per-role calls."""
+        key = self._keys[row]
+        texts = self._texts.get(key)
+        if texts is None:
+            texts = self._texts[key] = self._row_texts(self._samples[key], key)
+        return texts, key[1], key in self._budgets
+
     def key_at(self, row: int) -> Key | None:
         return self._keys[row] if 0 <= row < len(self._keys) else None
 

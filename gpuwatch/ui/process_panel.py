@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QSplitter,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -33,9 +32,11 @@ from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui import theme
+from gpuwatch.ui.axes import fast_axes
 from gpuwatch.ui.plots import byte_unit, restyle_plot, ring_curve, settle
 from gpuwatch.ui.probe_view import ProbeHistory
 from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
+from gpuwatch.ui.process_table import ProcessTable
 
 COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 100, 110)
 
@@ -70,7 +71,7 @@ class ProcessPanel(QWidget):
         self.count = QLabel()
         self.count.setProperty("muted", True)
 
-        self.table = QTableView()
+        self.table = ProcessTable()
         self.table.setModel(self.model)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(MEMORY, Qt.SortOrder.DescendingOrder)
@@ -95,7 +96,7 @@ class ProcessPanel(QWidget):
         self.detail_title = QLabel("Select a process to see its memory over time")
         self.detail_title.setProperty("muted", True)
         self.detail_title.setTextFormat(Qt.TextFormat.RichText)
-        self.detail_plot = pg.PlotWidget(axisItems={"bottom": pg.DateAxisItem()})
+        self.detail_plot = pg.PlotWidget(axisItems=fast_axes())
         self.detail_plot.setMenuEnabled(False)
         self.detail_plot.hideButtons()
         self.detail_plot.setMouseEnabled(x=False, y=False)

@@ -1,0 +1,128 @@
+"""The process table's view: Qt's table for headers, scrolling, selection, keys and
+tooltips, with the visible rows painted in one pass.
+
+Qt's item painting asks the model for half a dozen roles per cell and lays out each
+cell's text through the style on every paint: ~10 ms for a screenful of rows, even with
+a trivial ``data()``, and the whole table is repainted whenever rows re-sort (every
+sample while memory changes). Here one ``paintEvent`` reads each visible row's texts
+from the model in one call and draws them as ``QStaticText``, laid out (and elided) once
+per distinct string and column width, so a repaint is mostly glyph blits.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRect, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QPalette, QStaticText
+from PySide6.QtWidgets import QTableView, QWidget
+
+from gpuwatch.ui import theme
+from gpuwatch.ui.process_model import BUDGET, NAME, NUMERIC, ProcessModel
+
+PADDING = 4          # px between a cell's edge and its text
+SWATCH = 16          # px, the process colour square in the Name column (Qt's icon size)
+SWATCH_GAP = 6       # px between the square and the name
+_CACHE_LIMIT = 8192  # laid-out strings kept before the cache starts over
+
+
+class ProcessTable(QTableView):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._texts: dict[tuple[str, int, bool], QStaticText] = {}
+        self._font_key = ""
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        model = self.model()
+        if not isinstance(model, ProcessModel):
+            super().paintEvent(event)
+            return
+        rows = model.rowCount()
+        viewport = self.viewport()
+        area = event.rect()
+        if rows == 0 or area.isEmpty():
+            return
+        first = self.rowAt(area.top())
+        if first < 0:
+            return
+        last = self.rowAt(area.bottom())
+        last = rows - 1 if last < 0 else last
+        columns = self._visible_columns(area)
+        font = self.font()
+        self._check_font(font)
+        bold = QFont(font)
+        bold.setBold(True)
+        palette = self.palette()
+        base = palette.color(QPalette.ColorRole.Base)
+        alternate = palette.color(QPalette.ColorRole.AlternateBase)
+        highlight = palette.color(QPalette.ColorRole.Highlight)
+        text_color = palette.color(QPalette.ColorRole.Text)
+        highlighted_text = palette.color(QPalette.ColorRole.HighlightedText)
+        selection = self.selectionModel()
+        selected = {i.row() for i in selection.selectedRows()} if selection else set()
+        alternating = self.alternatingRowColors()
+        width = viewport.width()
+
+        p = QPainter(viewport)
+        p.setFont(font)
+        for row in range(first, last + 1):
+            y = self.rowViewportPosition(row)
+            h = self.rowHeight(row)
+            chosen = row in selected
+            p.fillRect(QRect(0, y, width, h),
+                       highlight if chosen else alternate if alternating and row % 2 else base)
+            p.setPen(highlighted_text if chosen else text_color)
+            texts, pid, budget_bold = model.row_display(row)
+            for col, x, w in columns:
+                left = x + PADDING
+                room = w - 2 * PADDING
+                if col == NAME:
+                    p.fillRect(QRect(left, y + (h - SWATCH) // 2, SWATCH, SWATCH),
+                               QColor(theme.process_color(pid)))
+                    left += SWATCH + SWATCH_GAP
+                    room -= SWATCH + SWATCH_GAP
+                if room <= 0:
+                    continue
+                is_bold = budget_bold and col == BUDGET
+                static = self._static(texts[col], room, bold if is_bold else font, is_bold)
+                if is_bold:
+                    p.setFont(bold)
+                size = static.size()
+                tx = left + room - size.width() if col in NUMERIC else left
+                p.drawStaticText(QPointF(round(tx), y + round((h - size.height()) / 2)), static)
+                if is_bold:
+                    p.setFont(font)
+        p.end()
+
+    def _visible_columns(self, area: QRect) -> list[tuple[int, int, int]]:
+        """(logical column, x in the viewport, width) of each column the area touches."""
+        header = self.horizontalHeader()
+        out = []
+        for visual in range(header.count()):
+            col = header.logicalIndex(visual)
+            if header.isSectionHidden(col):
+                continue
+            x, w = header.sectionViewportPosition(col), header.sectionSize(col)
+            if x + w >= area.left() and x <= area.right() and w > 0:
+                out.append((col, x, w))
+        return out
+
+    def _check_font(self, font: QFont) -> None:
+        key = font.key()
+        if key != self._font_key:
+            self._font_key = key
+            self._texts.clear()
+
+    def _static(self, text: str, room: int, font: QFont, bold: bool) -> QStaticText:
+        """``text`` laid out once, elided with "…" to ``room`` pixels when it is wider."""
+        key = (text, room, bold)
+        static = self._texts.get(key)
+        if static is None:
+            if len(self._texts) > _CACHE_LIMIT:
+                self._texts.clear()
+            metrics = QFontMetrics(font)
+            shown = text if metrics.horizontalAdvance(text) <= room else \
+                metrics.elidedText(text, Qt.TextElideMode.ElideRight, room)
+            static = QStaticText(shown)
+            static.setTextFormat(Qt.TextFormat.PlainText)
+            static.prepare(font=font)
+            self._texts[key] = static
+        return static
