@@ -19,11 +19,11 @@ from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
 from gpuwatch.ui import theme
-from gpuwatch.ui.memory_bar import LegendLines, MemoryBar, Segment
+from gpuwatch.ui.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.overlay import Overlay
 from gpuwatch.ui.probe_view import largest, legend_lines, probe_split, split_segments
 from gpuwatch.ui.settings import Thresholds
-from gpuwatch.ui.static_label import StaticLabel
+from gpuwatch.ui.text_lines import LegendLines, Run, TextLines
 
 LEGEND_PROCESSES = 3
 
@@ -53,18 +53,18 @@ class GpuCard(QFrame):
         self._splits: dict[int, list[Segment]] = {}   # pid -> its split's segments
         self._probe_key: tuple | None = None          # what the probe legend shows now
 
-        self.title = StaticLabel(rich=True)
+        self.title = TextLines(fit_text=True)
         self.badge = _Label()
         self.badge.setObjectName("badge")
-        self.vitals = StaticLabel(rich=True, align_right=True)
+        self.vitals = TextLines(fit_text=True, align_right=True)
         self.bar = MemoryBar()
-        self.used = StaticLabel(rich=True)
-        self.free = StaticLabel(align_right=True)
-        self.legend = StaticLabel(rich=True)
-        self.busy = StaticLabel()
-        self.bandwidth = StaticLabel()
-        self.util = StaticLabel()
-        self.pcie = StaticLabel()
+        self.used = TextLines(fit_text=True)
+        self.free = TextLines(fit_text=True, align_right=True)
+        self.legend = TextLines(fit_text=True)
+        self.busy = TextLines(fit_text=True)
+        self.bandwidth = TextLines(fit_text=True)
+        self.util = TextLines(fit_text=True)
+        self.pcie = TextLines(fit_text=True)
         self.budget = _Label()
         self.budget.setTextFormat(Qt.TextFormat.RichText)
         self.budget.setWordWrap(True)
@@ -110,8 +110,8 @@ class GpuCard(QFrame):
                       overlay: Overlay | None = None) -> None:
         if g.name:
             self._name = g.name.removeprefix("NVIDIA ")
-        self.title.set(f"<b>GPU {g.index}</b>&nbsp; {html.escape(self._name)}",
-                       g.uuid or None)
+        self.title.set_runs([Run(f"GPU {g.index}", bold=True), Run(f"  {self._name}")],
+                            g.uuid or None)
         self._set_state(g)
         self._apply_colors()
         if g.state is not GpuState.OK and g.memory.total_bytes is None:
@@ -156,7 +156,7 @@ class GpuCard(QFrame):
         self.bar.set_overlay(0, None, "iec")
         self.used.set("No data — " + ("GPU lost" if g.state is GpuState.LOST else "read failed"))
         self.free.set("")
-        self.legend.set(html.escape(reason))
+        self.legend.set(reason)
         for label in (self.busy, self.bandwidth, self.util, self.pcie):
             label.set("")
         self.vitals.set("")
@@ -187,17 +187,16 @@ class GpuCard(QFrame):
                 segments.extend(parts)
                 continue
             segments.append(Segment(size, theme.process_color(p.pid),
-                                    f"{_proc_name(p)} (pid {p.pid}): {format_bytes(size, units)}"))
+                                    f"{_proc_name(p)} (pid {p.pid})", units=units))
         other = max(0, (m.used_bytes or 0) - listed)
         if other:
             segments.append(Segment(other, QColor(c.other),
-                                    f"Other (driver, context and unlisted processes): "
-                                    f"{format_bytes(other, units)}"))
+                                    "Other (driver, context and unlisted processes)",
+                                    units=units))
         if m.reserved_bytes:
             segments.append(Segment(m.reserved_bytes, QColor(c.reserved),
-                                    "Reserved by the driver: "
-                                    f"{format_bytes(m.reserved_bytes, units)}",
-                                    Qt.BrushStyle.Dense4Pattern))
+                                    "Reserved by the driver", Qt.BrushStyle.Dense4Pattern,
+                                    units=units))
         self.bar.set_data(total, segments)
         self.bar.set_overlay(overlay_start, overlay, units)
 
@@ -209,23 +208,21 @@ class GpuCard(QFrame):
         elif pct is not None and pct >= thresholds.memory_warning_percent:
             color = c.warning
         used = _in_unit_of(m.used_bytes, m.total_bytes, units)
-        self.used.set(f"<span style='color:{color}'><b>{used}</b> / "
-                      f"{format_bytes(m.total_bytes, units)} used</span>"
-                      f"<span style='color:{c.muted}'>&nbsp; {format_percent(pct)}</span>")
+        self.used.set_runs([Run(used, color, bold=True),
+                            Run(f" / {format_bytes(m.total_bytes, units)} used", color),
+                            Run(f"  {format_percent(pct)}", c.muted)])
         self.free.set(f"{format_bytes(m.free_bytes, units)} free")
 
-        parts = []
+        runs: list[Run] = []
         for p in sorted(procs, key=lambda p: -(p.used_bytes or 0))[:LEGEND_PROCESSES]:
-            swatch = theme.process_color(p.pid).name()
-            parts.append(f"<span style='color:{swatch}'>■</span> {html.escape(_proc_name(p))}"
-                         f" <span style='color:{c.muted}'>{format_bytes(p.used_bytes, units)}"
-                         "</span>")
+            runs += [Run("■ ", theme.process_color(p.pid).name()), Run(f"{_proc_name(p)} "),
+                     Run(f"{format_bytes(p.used_bytes, units)}   ", c.muted)]
         more = len(procs) - LEGEND_PROCESSES
         if more > 0:
-            parts.append(f"<span style='color:{c.muted}'>+{more} more</span>")
+            runs.append(Run(f"+{more} more", c.muted))
         if not procs:
-            parts.append(f"<span style='color:{c.muted}'>No processes</span>")
-        self.legend.set("&nbsp;&nbsp; ".join(parts))
+            runs.append(Run("No processes", c.muted))
+        self.legend.set_runs(runs)
         shown = largest(procs, self.probes, overlay.pid if overlay else None) \
             if self._splits else None
         self._show_probe(shown, overlay, units)
@@ -299,15 +296,14 @@ class GpuCard(QFrame):
                       f"↑ {format_rate(g.pcie_tx_bytes_per_s)}",
                       "PCIe receive (↓ host to GPU) and transmit (↑ GPU to host)")
         temp = "n/a °C" if g.temperature_c is None else f"{g.temperature_c:.0f} °C"
-        if g.temperature_c is not None and g.temperature_c >= thresholds.temperature_warning_c:
-            temp = f"<span style='color:{c.warning}'>{temp}</span>"
+        hot = g.temperature_c is not None and g.temperature_c >= thresholds.temperature_warning_c
         if g.power_w is None:
             power = "n/a W"
         elif g.power_limit_w:
             power = f"{g.power_w:.0f} / {g.power_limit_w:.0f} W"
         else:
             power = f"{g.power_w:.0f} W"
-        self.vitals.set(f"{temp} · {power}")
+        self.vitals.set_runs([Run(temp, c.warning if hot else None), Run(f" · {power}")])
 
     def _rank(self, p: ProcessSample) -> int:
         rank = self._order.get(p.pid)

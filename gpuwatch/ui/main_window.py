@@ -43,6 +43,7 @@ from gpuwatch.ui.process_panel import ProcessPanel
 from gpuwatch.ui.settings import PLOT_WINDOWS_S, Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
 from gpuwatch.ui.shortcuts import SHORTCUTS, shortcuts_html
+from gpuwatch.ui.text_lines import TextLines
 
 TABS = ("Processes", "Budget", "Advisor")
 
@@ -110,7 +111,7 @@ class MainWindow(QMainWindow):
 
         self.status_backend = QLabel("No backend yet")
         self.status_interval = QLabel()
-        self.status_state = QLabel()
+        self.status_state = TextLines(fit_text=True, inset=6)   # changes every sample
         for w in (self.status_backend, self.status_interval, self.status_state):
             self.statusBar().addPermanentWidget(w)
 
@@ -163,7 +164,7 @@ class MainWindow(QMainWindow):
         self.plots.refresh()
         if self.samples == 1 or self.samples % 10 == 0:
             self._update_capacity()
-        self.status_state.setText(f"{self.sampling_state} · {self.samples} samples")
+        self.status_state.set(f"{self.sampling_state} · {self.samples} samples")
 
     def fit_cards(self) -> None:
         """Give the cards the height they need (until the user moves the splitter)."""
@@ -173,7 +174,7 @@ class MainWindow(QMainWindow):
 
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text
-        self.status_state.setText(f"{text} · {self.samples} samples")
+        self.status_state.set(f"{text} · {self.samples} samples")
 
     @property
     def units(self) -> UnitSystem:
@@ -263,7 +264,9 @@ class MainWindow(QMainWindow):
     def set_hints(self, hints: list[HintView]) -> None:
         self.advisor.set_hints(hints)
         n = len(hints)
-        self.tabs.setTabText(2, f"Advisor ({n})" if n else "Advisor")
+        title = f"Advisor ({n})" if n else "Advisor"
+        if self.tabs.tabText(2) != title:
+            self.tabs.setTabText(2, title)
 
     # preferences ------------------------------------------------------------------------
     def apply_preferences(self, prefs: Preferences, initial: bool = False) -> None:

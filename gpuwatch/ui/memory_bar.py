@@ -10,10 +10,9 @@ allocated, cached but free, and outside PyTorch.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -22,7 +21,6 @@ from PySide6.QtGui import (
     QPainter,
     QPainterPath,
     QPen,
-    QStaticText,
 )
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
@@ -31,14 +29,23 @@ from gpuwatch.ui import theme
 from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
+    """A part of the bar. A tuple, not a dataclass: a card makes one per process per
+    sample, and the tooltip's figure is formatted only when someone reads it."""
+
     bytes: float
     color: QColor
-    tooltip: str
+    what: str                # the tooltip, or its head when ``units`` is given
     pattern: Qt.BrushStyle = Qt.BrushStyle.SolidPattern
     label: str = ""          # drawn inside the segment where it fits
     hatch: QColor | None = None   # the pattern's colour (default: the fill, darker)
+    units: UnitSystem | None = None   # given: the tooltip ends with ": <bytes in units>"
+
+    @property
+    def tooltip(self) -> str:
+        if self.units is None:
+            return self.what
+        return f"{self.what}: {format_bytes(self.bytes, self.units)}"
 
 
 class MemoryBar(QWidget):
@@ -201,116 +208,3 @@ _COLOR_OF = {"temporaries": "activations"}
 def _fmt(n: float, units: str) -> str:
     unit_system: UnitSystem = "si" if units == "si" else "iec"
     return format_bytes(n, unit_system)
-
-
-@dataclass(frozen=True)
-class Run:
-    """A piece of a legend line: text in a colour, optionally after a swatch of a segment."""
-
-    text: str
-    color: str | None = None      # None: the theme's text colour
-    bold: bool = False
-    swatch: Segment | None = None
-
-
-class LegendLines(QWidget):
-    """A few lines of coloured text and swatches, painted in one go.
-
-    Changing the figures only repaints this widget: unlike a word-wrapped rich-text
-    label, it asks for no layout pass (its height changes only with its line count).
-    Runs are laid out once per change as static text, so a paint only draws them. A line
-    wider than the widget is cut with an ellipsis; the tooltip has everything."""
-
-    SWATCH = 10
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._lines: list[list[Run]] = []
-        self._placed: list[list[tuple[float, float, QStaticText, Run]]] = []
-        self._fonts: dict[bool, QFont] = {}
-        self._static: dict[tuple[str, bool], tuple[QStaticText, float]] = {}
-        self._step = 0
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setFixedHeight(0)
-
-    def sizeHint(self) -> QSize:
-        return QSize(200, self.height())
-
-    def set_lines(self, lines: list[list[Run]], tooltip: str) -> None:
-        if lines == self._lines:
-            return
-        self._lines = lines
-        self._place()
-        height = len(lines) * self._step + 1
-        if height != self.height():
-            self.setFixedHeight(height)
-        self.setToolTip(tooltip)
-        self.update()
-
-    def text(self) -> str:
-        """The lines as plain text; for tests."""
-        return "\n".join("".join(r.text for r in line) for line in self._lines)
-
-    def changeEvent(self, event: object) -> None:
-        super().changeEvent(event)  # type: ignore[arg-type]
-        if event.type() == QEvent.Type.FontChange:  # type: ignore[attr-defined]
-            self._fonts = {}
-            self._static = {}
-            self._place()
-
-    def _place(self) -> None:
-        if not self._fonts:
-            bold = QFont(self.font())
-            bold.setBold(True)
-            self._fonts = {False: QFont(self.font()), True: bold}
-            self._step = math.ceil(QFontMetricsF(self.font()).lineSpacing())
-        metrics: dict[bool, QFontMetricsF] = {}
-        cache, fresh = self._static, {}
-        self._placed = []
-        for line in self._lines:
-            x, placed = 0.0, []
-            for run in line:
-                if run.swatch is not None:
-                    x += self.SWATCH + 4
-                key = (run.text, run.bold)
-                made = cache.get(key) or fresh.get(key)
-                if made is None:   # only the figures that changed are laid out again
-                    static = QStaticText(run.text)
-                    static.setTextFormat(Qt.TextFormat.PlainText)
-                    static.prepare(font=self._fonts[run.bold])
-                    fm = metrics.get(run.bold) or metrics.setdefault(
-                        run.bold, QFontMetricsF(self._fonts[run.bold]))
-                    made = (static, fm.horizontalAdvance(run.text))
-                fresh[key] = made
-                placed.append((x, made[1], made[0], run))
-                x += made[1]
-            self._placed.append(placed)
-        self._static = fresh     # keeps what this change shows, drops the rest
-
-    def paintEvent(self, event: object) -> None:
-        c = theme.colors()
-        p = QPainter(self)
-        width = float(self.width())
-        for i, line in enumerate(self._placed):
-            y = float(i * self._step)
-            for x, advance, static, run in line:
-                if run.swatch is not None:
-                    left = x - self.SWATCH - 4
-                    if left + self.SWATCH >= width:
-                        break
-                    box = QRectF(left, y + (self._step - self.SWATCH) / 2, self.SWATCH,
-                                 self.SWATCH)
-                    seg = run.swatch
-                    p.fillRect(box, seg.color)
-                    if seg.pattern != Qt.BrushStyle.SolidPattern:
-                        p.fillRect(box, QBrush(seg.hatch or seg.color.darker(130), seg.pattern))
-                p.setFont(self._fonts[run.bold])
-                p.setPen(QColor(run.color or c.text))
-                if x + advance <= width:
-                    p.drawStaticText(QPointF(x, y), static)
-                    continue
-                fm = QFontMetricsF(self._fonts[run.bold])
-                text = fm.elidedText(run.text, Qt.TextElideMode.ElideRight, max(0.0, width - x))
-                p.drawText(QPointF(x, y + fm.ascent()), text)
-                break
-        p.end()

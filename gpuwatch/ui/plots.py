@@ -72,6 +72,39 @@ def restyle_plot(plot: pg.PlotWidget) -> None:
     plot.showGrid(x=True, y=True, alpha=c.grid_alpha)
 
 
+class StickyRange:
+    """A y range with hysteresis: it grows at once to show every point and shrinks only
+    when the data fill less than half of it. pyqtgraph's auto-range refits to every
+    sample's bounds, so a live plot's axis, ticks and grid were regenerated every second
+    for changes nobody can see."""
+
+    PAD = 0.08   # of the data's span, above and below
+
+    def __init__(self) -> None:
+        self.shown: tuple[float, float] | None = None
+
+    def fit(self, low: float, high: float) -> tuple[float, float] | None:
+        """The new range for data within [low, high], or None to keep the current one."""
+        if not (np.isfinite(low) and np.isfinite(high)):
+            return None
+        span = max(high - low, abs(high) * 0.05, 1e-3)
+        if self.shown is not None:
+            bottom, top = self.shown
+            if bottom <= low and high <= top and span >= 0.5 * (top - bottom):
+                return None
+        self.shown = (low - self.PAD * span, high + self.PAD * span)
+        return self.shown
+
+
+def bounds(*arrays: np.ndarray) -> tuple[float, float]:
+    """(min, max) of the finite values of the arrays; (inf, -inf) when there are none."""
+    low, high = np.inf, -np.inf
+    for a in arrays:
+        if len(a):
+            low, high = np.fmin(low, np.fmin.reduce(a)), np.fmax(high, np.fmax.reduce(a))
+    return float(low), float(high)
+
+
 class _Plot(pg.PlotWidget):
     def __init__(self, title: str, y_label: str):
         super().__init__(axisItems=fast_axes())
@@ -97,8 +130,8 @@ class TimePlots(QWidget):
         self.units: UnitSystem = "iec"
         self._last_drawn_s = -np.inf
         self._setting_range = False
-        self._mem_curves: dict[int, pg.PlotDataItem] = {}
-        self._bw_curves: dict[int, pg.PlotDataItem] = {}
+        self._mem_curves: dict[int, pg.PlotCurveItem] = {}
+        self._bw_curves: dict[int, pg.PlotCurveItem] = {}
         self._capacity_lines: dict[float, pg.InfiniteLine] = {}
 
         self.memory = _Plot("Memory used per GPU", "GiB")
@@ -108,7 +141,7 @@ class TimePlots(QWidget):
         for plot in (self.memory, self.bandwidth):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
             plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
-        self.bandwidth.enableAutoRange(axis="y")
+        self._bw_range = StickyRange()
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -201,16 +234,19 @@ class TimePlots(QWidget):
         _, mem_scale = byte_unit(self.units)
         bw_scale = 1e9   # bandwidth is quoted in GB/s like every data sheet, whatever the units
         capacities: dict[float, int] = {}
+        bandwidths = []
         for index, ring in sorted(self.history.gpus.items()):
             self._curve(self.memory, self._mem_curves, index).setData(
                 *ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale), connect="finite")
-            self._curve(self.bandwidth, self._bw_curves, index).setData(
-                *ring_curve(ring, "estimated_bandwidth_bytes_per_s", x0, x1, pixels, bw_scale),
-                connect="finite")
+            bx, by = ring_curve(ring, "estimated_bandwidth_bytes_per_s", x0, x1, pixels, bw_scale)
+            self._curve(self.bandwidth, self._bw_curves, index).setData(bx, by,
+                                                                         connect="finite")
+            bandwidths.append(by)
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
         self._update_capacities(capacities, mem_scale)
+        self._fit_bandwidth(*bounds(*bandwidths))
         if self.live:
             self._setting_range = True
             self.memory.setXRange(x0, x1, padding=0)
@@ -218,14 +254,21 @@ class TimePlots(QWidget):
         settle(self.memory)
         settle(self.bandwidth)
 
-    def _curve(self, plot: pg.PlotWidget, curves: dict[int, pg.PlotDataItem],
-               index: int) -> pg.PlotDataItem:
+    def _fit_bandwidth(self, low: float, high: float) -> None:
+        shown = self._bw_range.fit(low, high)
+        if shown is not None:
+            self.bandwidth.setYRange(*shown, padding=0)
+
+    def _curve(self, plot: pg.PlotWidget, curves: dict[int, pg.PlotCurveItem],
+               index: int) -> pg.PlotCurveItem:
+        """A bare curve item: the data arrive decimated to the plot's width and cut to
+        its window, which is the work ``PlotDataItem`` would redo on every change."""
         curve = curves.get(index)
         if curve is None:
             pen = pg.mkPen(theme.gpu_color(index), width=1)
             name = f"GPU {index}" if plot is self.memory else None
-            curve = curves[index] = plot.plot(name=name, pen=pen)
-            curve.setClipToView(True)
+            curve = curves[index] = pg.PlotCurveItem(pen=pen, name=name)
+            plot.addItem(curve)
         return curve
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
@@ -251,4 +294,5 @@ class TimePlots(QWidget):
                 plot.removeItem(curve)
             curves.clear()
         self.legend.clear()
+        self._bw_range = StickyRange()
         self._last_drawn_s = -np.inf

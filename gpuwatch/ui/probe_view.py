@@ -28,8 +28,9 @@ from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui import theme
-from gpuwatch.ui.memory_bar import Run, Segment
+from gpuwatch.ui.memory_bar import Segment
 from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay, Prediction
+from gpuwatch.ui.text_lines import Run
 
 Key = tuple[int, int]   # (gpu index, pid)
 

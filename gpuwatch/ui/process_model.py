@@ -222,7 +222,9 @@ class ProcessModel(QAbstractTableModel):
             self.endInsertRows()
         # 3. reorder; then the cells that changed, or everything
         moved = self._resort()
-        if old is None or moved or new or removed:
+        if moved:
+            return          # layoutChanged: the view lays out and repaints every row
+        if old is None or new or removed:
             self._changed_all()
         else:
             self._changed_cells(old, old_now_s)

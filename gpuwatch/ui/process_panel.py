@@ -12,9 +12,10 @@ import getpass
 import os
 import signal
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -33,11 +34,13 @@ from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui import theme
 from gpuwatch.ui.axes import fast_axes
-from gpuwatch.ui.plots import byte_unit, restyle_plot, ring_curve, settle
+from gpuwatch.ui.plots import StickyRange, bounds, byte_unit, restyle_plot, ring_curve, settle
 from gpuwatch.ui.probe_view import ProbeHistory
 from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
 from gpuwatch.ui.process_table import ProcessTable
+from gpuwatch.ui.text_lines import Run, TextLines
 
+NO_SELECTION = "Select a process to see its memory over time"
 COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 100, 110)
 
 
@@ -93,17 +96,21 @@ class ProcessPanel(QWidget):
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.selectionModel().selectionChanged.connect(self._selected)
 
-        self.detail_title = QLabel("Select a process to see its memory over time")
-        self.detail_title.setProperty("muted", True)
-        self.detail_title.setTextFormat(Qt.TextFormat.RichText)
+        self.detail_title = TextLines()
+        self.detail_title.set(NO_SELECTION)
         self.detail_plot = pg.PlotWidget(axisItems=fast_axes())
         self.detail_plot.setMenuEnabled(False)
         self.detail_plot.hideButtons()
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
-        self.alloc_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1))
-        self.detail_curve = self.detail_plot.plot(pen=pg.mkPen("#4e79a7", width=1))
+        self.alloc_curve = pg.PlotCurveItem(pen=pg.mkPen("#4e79a7", width=1))
+        self.detail_curve = pg.PlotCurveItem(pen=pg.mkPen("#4e79a7", width=1))
+        self.detail_plot.addItem(self.alloc_curve)
+        self.detail_plot.addItem(self.detail_curve)
+        self._styled: tuple | None = None    # (unit name, pid) the plot is set up for
+        self._y_range = StickyRange()
+        self.detail_plot.disableAutoRange(axis="y")
         self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
                                                                style=Qt.PenStyle.DashLine),
                                          label="predicted peak",
@@ -166,6 +173,10 @@ class ProcessPanel(QWidget):
 
     def restyle(self) -> None:
         restyle_plot(self.detail_plot)
+        c = theme.colors()
+        # opaque: a new figure in the title repaints the title alone, not the panels under it
+        self.detail_title.set_colors(QColor(c.muted), QColor(c.window))
+        self._styled = None
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
@@ -208,7 +219,7 @@ class ProcessPanel(QWidget):
         key = self.selected_key()
         p = None if key is None else self.model.sample(key)
         if key is None or p is None:
-            self.detail_title.setText("Select a process to see its memory over time")
+            self.detail_title.set(NO_SELECTION)
             self.detail_curve.setData([], [])
             self.alloc_curve.setData([], [])
             self.peak_line.hide()
@@ -218,42 +229,63 @@ class ProcessPanel(QWidget):
             return
         name, scale = byte_unit(self.units)
         budget = self.model.budget(key)
-        title = (f"<b>{p.name or '?'}</b> (pid {p.pid}, GPU {p.gpu_index}) · "
-                 f"{format_bytes(p.used_bytes, self.units)}")
+        title = [Run(p.name or "?", bold=True),
+                 Run(f" (pid {p.pid}, GPU {p.gpu_index}) · "
+                     f"{format_bytes(p.used_bytes, self.units)}")]
         if budget is not None:
-            title += f" · predicted peak {format_bytes(budget, self.units)}"
+            title.append(Run(f" · predicted peak {format_bytes(budget, self.units)}"))
         report = self.model.probe(key)
         alloc_ring = None if report is None else self.probe_history.ring(p.pid)
         if report is not None and report.allocator is not None:
             color = theme.process_color(p.pid).darker(140).name()
-            title += (f" · <span style='color:{color}'>╌ allocated "
-                      f"{format_bytes(report.allocator.allocated_bytes, self.units)}</span>"
-                      " (probe)")
-        self.detail_title.setText(title)
-        self.detail_plot.setLabel("left", name)
+            title += [Run(" · "), Run("╌ allocated "
+                      f"{format_bytes(report.allocator.allocated_bytes, self.units)}", color),
+                      Run(" (probe)")]
+        self.detail_title.set_runs(title)
+        self._style_detail(name, p.pid)
         ring = self.history.process(*key)
         snap = self.history.latest
+        shown: list[np.ndarray] = []
         if ring is not None and snap is not None:
             now = snap.timestamp_s
-            x, y = ring_curve(ring, "used_bytes", now - self.window_s, now,
-                              max(200, self.detail_plot.width()), scale)
-            self.detail_curve.setPen(pg.mkPen(theme.process_color(p.pid), width=1))
+            pixels = max(200, self.detail_plot.width())
+            x, y = ring_curve(ring, "used_bytes", now - self.window_s, now, pixels, scale)
             self.detail_curve.setData(x, y, connect="finite")
+            shown.append(y)
             if alloc_ring is not None:
                 x, y = ring_curve(alloc_ring, "allocated_bytes", now - self.window_s, now,
-                                  max(200, self.detail_plot.width()), scale)
-                self.alloc_curve.setPen(pg.mkPen(theme.process_color(p.pid).darker(140),
-                                                 width=1, style=Qt.PenStyle.DashLine))
+                                  pixels, scale)
                 self.alloc_curve.setData(x, y, connect="finite")
+                shown.append(y)
         if alloc_ring is None:
             self.alloc_curve.setData([], [])
-            self.detail_plot.setXRange(now - self.window_s, now, padding=0)
+        if snap is not None:
+            self.detail_plot.setXRange(snap.timestamp_s - self.window_s, snap.timestamp_s,
+                                       padding=0)
         if budget is not None:
             self.peak_line.setPos(budget / scale)
             self.peak_line.show()
+            shown.append(np.array([budget / scale]))
         else:
             self.peak_line.hide()
+        y_range = self._y_range.fit(*bounds(*shown))
+        if y_range is not None:
+            self.detail_plot.setYRange(*y_range, padding=0)
         settle(self.detail_plot)
+
+    def _style_detail(self, unit_name: str, pid: int) -> None:
+        """Axis label and pens, set only when they change: pyqtgraph re-lays out an axis
+        label and invalidates the curve on every call, even with the same values."""
+        style = (unit_name, pid)
+        if style == self._styled:
+            return
+        self._styled = style
+        self._y_range = StickyRange()     # another process, or unit: fit it afresh
+        self.detail_plot.setLabel("left", unit_name)
+        color = theme.process_color(pid)
+        self.detail_curve.setPen(pg.mkPen(color, width=1))
+        self.alloc_curve.setPen(pg.mkPen(color.darker(140), width=1,
+                                         style=Qt.PenStyle.DashLine))
 
     # actions -------------------------------------------------------------------------
     def _emit_for_selected(self, sig: Signal) -> None:

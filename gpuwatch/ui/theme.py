@@ -85,9 +85,19 @@ def colors() -> Colors:
     return _current
 
 
+_PROCESS_COLORS: dict[int, QColor] = {}
+
+
 def process_color(pid: int) -> QColor:
-    """A stable colour per pid (the same in every run, on every widget)."""
-    return QColor(PROCESS_COLORS[zlib.crc32(str(pid).encode()) % len(PROCESS_COLORS)])
+    """A stable colour per pid (the same in every run, on every widget). Shared: don't
+    modify it (``lighter()``/``darker()`` return new colours)."""
+    color = _PROCESS_COLORS.get(pid)
+    if color is None:
+        if len(_PROCESS_COLORS) > 65536:
+            _PROCESS_COLORS.clear()
+        color = _PROCESS_COLORS[pid] = QColor(
+            PROCESS_COLORS[zlib.crc32(str(pid).encode()) % len(PROCESS_COLORS)])
+    return color
 
 
 def gpu_color(index: int) -> QColor:
