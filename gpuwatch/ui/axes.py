@@ -11,6 +11,7 @@ costs a handful of line and glyph blits per paint.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,10 +20,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QStaticText
 
+from gpuwatch.ui.time_ticks import SAMPLE_LABELS, tick_label, time_ticks
+
+log = logging.getLogger(__name__)
+
 _CACHE_LIMIT = 512   # distinct label strings kept per axis before the cache starts over
 
 _H_ALIGN = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignHCenter
 _V_ALIGN = Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignBottom | Qt.AlignmentFlag.AlignVCenter
+_FILL, _TEXT, _PEN, _CLIP, _LINE = "fill", "text", "pen", "clip", "line"   # compiled draw ops
 
 
 class _Measurer:
@@ -56,6 +62,9 @@ class _Measurer:
         if self._painter is not None:
             self._painter.setFont(font)
 
+    def font(self) -> QFont:
+        return QFont(self._font)
+
     def fontMetrics(self) -> QFontMetrics:
         return QFontMetrics(self._font)
 
@@ -72,35 +81,55 @@ class _Measurer:
 
 
 class _StaticTextAxisMixin:
-    """Replaces ``AxisItem.paint``: specs regenerated only when pyqtgraph invalidates
-    them (it sets ``self.picture = None``), drawn directly with cached static text."""
+    """Replaces ``AxisItem.paint``: the specs are regenerated only when pyqtgraph
+    invalidates them (it sets ``self.picture = None``) and compiled into a list of
+    rectangle fills and static texts, so a paint only replays that list."""
 
     def _init_static(self) -> None:
         self._measurer = _Measurer()
-        self._specs: tuple | None = None
+        self._ops: list[tuple] = []
         self._texts: dict[str, QStaticText] = {}
         self._background: QColor | None = None
 
     def paint(self, p: QPainter, opt: Any, widget: Any) -> None:
         if self.picture is None:
-            with self._measurer.measuring(self.style["tickFont"]) as measurer:
-                self._specs = self.generateDrawSpecs(measurer)
+            try:
+                with self._measurer.measuring(self.style["tickFont"]) as measurer:
+                    specs = self.generateDrawSpecs(measurer)
+                self._ops = [] if specs is None else self._compile(*specs)
+            except Exception:   # an exception escaping a paint takes the process down
+                log.exception("could not lay out the %s axis", self.orientation)
+                self._ops = []
             self.picture = True      # pyqtgraph's "up to date" marker, reset on changes
-        if self._specs is not None:
-            self._draw(p, *self._specs)
-
-    def _draw(self, p: QPainter, axis_spec: tuple, tick_specs: list, text_specs: list) -> None:
+        if not self._ops:
+            return
         p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
-        for pen, p1, p2 in (axis_spec, *tick_specs):
-            self._line(p, pen, p1, p2)
         font = self.style["tickFont"]
         if font is not None:
             p.setFont(font)
-        p.setPen(self.textPen())
-        p.setClipRect(self.boundingRect().toAlignedRect())
+        for op in self._ops:
+            kind = op[0]
+            if kind is _FILL:
+                p.fillRect(op[1], op[2])
+            elif kind is _TEXT:
+                p.drawStaticText(op[1], op[2])
+            elif kind is _PEN:
+                p.setPen(op[1])
+            elif kind is _CLIP:
+                p.setClipRect(op[1])
+            else:
+                p.drawLine(op[1], op[2])
+
+    def _compile(self, axis_spec: tuple, tick_specs: list, text_specs: list) -> list[tuple]:
+        ops: list[tuple] = []
+        for pen, p1, p2 in (axis_spec, *tick_specs):
+            ops.extend(self._line(pen, p1, p2))
+        ops.append((_PEN, self.textPen()))
+        ops.append((_CLIP, self.boundingRect().toAlignedRect()))
+        font = self.style["tickFont"] or self._measurer.font()
         for rect, flags, text in text_specs:
-            static = self._static(text, p.font())
+            static = self._static(text, font)
             size = static.size()
             flags = Qt.AlignmentFlag(int(flags))
             h, v = flags & _H_ALIGN, flags & _V_ALIGN
@@ -110,9 +139,10 @@ class _StaticTextAxisMixin:
             y = rect.top() if v == Qt.AlignmentFlag.AlignTop else \
                 rect.bottom() - size.height() if v == Qt.AlignmentFlag.AlignBottom else \
                 rect.center().y() - size.height() / 2
-            p.drawStaticText(QPointF(round(x), round(y)), static)
+            ops.append((_TEXT, QPointF(round(x), round(y)), static))
+        return ops
 
-    def _line(self, p: QPainter, pen: QPen, p1: QPointF, p2: QPointF) -> None:
+    def _line(self, pen: QPen, p1: QPointF, p2: QPointF) -> list[tuple]:
         """A tick or grid line. Axis-aligned ones are filled as one-pixel rectangles:
         the raster engine strokes a long line 5-40x slower than it fills the same
         pixels, and a translucent grid line slower still, so a grid line is filled in
@@ -120,19 +150,16 @@ class _StaticTextAxisMixin:
         axis is then stacked behind the curves, see ``set_background``)."""
         x1, y1, x2, y2 = p1.x(), p1.y(), p2.x(), p2.y()
         if x1 != x2 and y1 != y2:
-            p.setPen(pen)
-            p.drawLine(p1, p2)
-            return
+            return [(_PEN, QPen(pen)), (_LINE, QPointF(p1), QPointF(p2))]
         color = pen.color()
         if self._background is not None and color.alpha() < 255:
             color = _over(color, self._background)
         w = max(1.0, pen.widthF())
         if x1 == x2:
             top, bottom = min(y1, y2), max(y1, y2)
-            p.fillRect(QRectF(x1 - w / 2, top, w, max(1.0, bottom - top)), color)
-        else:
-            left, right = min(x1, x2), max(x1, x2)
-            p.fillRect(QRectF(left, y1 - w / 2, max(1.0, right - left), w), color)
+            return [(_FILL, QRectF(x1 - w / 2, top, w, max(1.0, bottom - top)), color)]
+        left, right = min(x1, x2), max(x1, x2)
+        return [(_FILL, QRectF(left, y1 - w / 2, max(1.0, right - left), w), color)]
 
     def set_background(self, color: QColor | None) -> None:
         """The plot's background: grid lines are then drawn opaque in their blended
@@ -143,15 +170,14 @@ class _StaticTextAxisMixin:
         self.update()
 
     def _static(self, text: str, font: QFont) -> QStaticText:
-        key = text
-        static = self._texts.get(key)
+        static = self._texts.get(text)
         if static is None:
             if len(self._texts) > _CACHE_LIMIT:
                 self._texts.clear()
             static = QStaticText(text)
             static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(font=font)
-            self._texts[key] = static
+            self._texts[text] = static
         return static
 
     def setTickFont(self, font: QFont | None) -> None:
@@ -169,11 +195,65 @@ class FastAxis(_StaticTextAxisMixin, pg.AxisItem):
 
 
 class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
-    """A time axis labelled with local clock times, as ``pg.DateAxisItem``."""
+    """A time axis labelled with local clock times. Horizontal ones place their ticks
+    with ``time_ticks`` (plain arithmetic) instead of ``DateAxisItem``'s zoom levels;
+    the geometry, tick lengths and grid shading follow ``AxisItem.generateDrawSpecs``."""
 
     def __init__(self, orientation: str = "bottom", **kwargs: Any) -> None:
         super().__init__(orientation, **kwargs)
         self._init_static()
+
+    def generateDrawSpecs(self, p: Any) -> tuple | None:
+        if self.orientation != "bottom" or self._tickLevels is not None:
+            return super().generateDrawSpecs(p)
+        bounds = self.mapRectFromParent(self.geometry())
+        view = self.linkedView()
+        tick_bounds = bounds if view is None or self.grid is False else \
+            view.mapRectToItem(self, view.boundingRect())
+        x0, x1 = (float(v) for v in self.range)
+        width = bounds.width()
+        if not (x1 > x0 and width > 0):
+            return None
+        scale = width / (x1 - x0)
+        def label_px(fmt: str) -> float:   # room a label needs, with a gap either side
+            sample = SAMPLE_LABELS.get(fmt, "00:00:00")
+            return p.boundingRect(QRectF(0, 0, 200, 100), Qt.AlignmentFlag.AlignCenter,
+                                  sample).width() * 1.6 + 8
+
+        levels = time_ticks(x0, x1, width, label_px)
+        top = bounds.top()
+        axis_spec = (self.pen(), QPointF(bounds.left() - 1, top + 1),
+                     QPointF(bounds.right() + 1, top + 1))
+        tick_specs, text_specs = [], []
+        tall = 0.0
+        text_offset = self.style["tickTextOffset"][1]
+        flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop \
+            | Qt.TextFlag.TextDontClip
+        for level, (step, values) in enumerate(levels):
+            tick_length = self.style["tickLength"] / (level * 0.5 + 1.0)
+            alpha = 255 / (level + 2)   # as DateAxisItem: its coarser (day) level is first
+            if self.grid is not False:
+                alpha *= self.grid / 255.0 * min(1.0, max(0.0, 0.05 * width / (len(values) + 1)))
+            pen = QPen(self.tickPen())
+            color = QColor(pen.color())
+            color.setAlpha(int(alpha))
+            pen.setColor(color)
+            stop = top + max(0.0, tick_length)
+            for v in values:
+                x = (v - x0) * scale + bounds.left()
+                tick_specs.append((pen, QPointF(x, tick_bounds.top()), QPointF(x, stop)))
+                if level:
+                    continue
+                text = tick_label(v, step)
+                br = p.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter, text)
+                h = br.height() * 0.8
+                rect = QRectF(x - br.width() / 2, top + max(0.0, tick_length) + text_offset,
+                              br.width(), h)
+                if bounds.contains(rect):
+                    text_specs.append((rect, flags, text))
+                    tall = max(tall, h)
+        self._updateMaxTextSize(int(tall))
+        return axis_spec, tick_specs, text_specs
 
 
 def _over(color: QColor, background: QColor) -> QColor:

@@ -18,6 +18,7 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetricsF,
+    QImage,
     QPainter,
     QPainterPath,
     QPen,
@@ -60,6 +61,8 @@ class MemoryBar(QWidget):
         self._prediction: list[Segment] = []
         self._prediction_start = 0.0
         self._greyed = False
+        self._image: QImage | None = None     # the measured row, drawn before its shape
+        self._laid_out: tuple | None = None   # (width, measured row, predicted row)
         self._label_font: QFont | None = None
         self._label_metrics: QFontMetricsF | None = None
         self.setMouseTracking(True)
@@ -72,6 +75,7 @@ class MemoryBar(QWidget):
     def set_data(self, total: float, segments: list[Segment], greyed: bool = False) -> None:
         if (total, segments, greyed) != (self._total, self._segments, self._greyed):
             self._total, self._segments, self._greyed = total, segments, greyed
+            self._laid_out = None
             self.update()
 
     def set_overlay(self, start_bytes: float, overlay: Overlay | None, units: str) -> None:
@@ -94,58 +98,75 @@ class MemoryBar(QWidget):
             self.setFixedHeight(height)
         if pred != self._prediction or start_bytes != self._prediction_start:
             self._prediction, self._prediction_start = pred, start_bytes
+            self._laid_out = None
             self.update()
 
     # painting -----------------------------------------------------------------------
     def _rects(self) -> list[tuple[QRectF, Segment]]:
-        out: list[tuple[QRectF, Segment]] = []
-        if self._total <= 0:
-            return out
-        w = float(self.width())
-        scale = w / self._total
-        x = 0.0
-        for seg in self._segments:
-            width = max(0.0, seg.bytes * scale)
-            out.append((QRectF(x, 0, width, self.BAR_HEIGHT), seg))
-            x += width
-        x = self._prediction_start * scale
-        y = self.BAR_HEIGHT + self.GAP
-        for seg in self._prediction:
-            width = max(0.0, seg.bytes * scale)
-            width = min(width, max(0.0, w - x))
-            out.append((QRectF(x, y, width, self.PRED_HEIGHT), seg))
-            x += width
-        return out
+        measured, predicted = self._rows()
+        return measured + predicted
+
+    def _rows(self) -> tuple[list[tuple[QRectF, Segment]], list[tuple[QRectF, Segment]]]:
+        """(measured row, predicted row) as (rect, segment), kept until the data or the
+        width change (a paint and every hover of the mouse read them)."""
+        w = self.width()
+        if self._laid_out is not None and self._laid_out[0] == w:
+            return self._laid_out[1], self._laid_out[2]
+        measured: list[tuple[QRectF, Segment]] = []
+        predicted: list[tuple[QRectF, Segment]] = []
+        if self._total > 0:
+            scale = w / self._total
+            x, h = 0.0, float(self.BAR_HEIGHT)
+            for seg in self._segments:
+                width = max(0.0, seg.bytes * scale)
+                measured.append((QRectF(x, 0.0, width, h), seg))
+                x += width
+            x = self._prediction_start * scale
+            y = self.BAR_HEIGHT + self.GAP
+            for seg in self._prediction:
+                width = min(max(0.0, seg.bytes * scale), max(0.0, w - x))
+                predicted.append((QRectF(x, y, width, self.PRED_HEIGHT), seg))
+                x += width
+        self._laid_out = (w, measured, predicted)
+        return measured, predicted
 
     def paintEvent(self, event: object) -> None:
         c = theme.colors()
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         full = QRectF(0, 0, self.width(), self.BAR_HEIGHT)
-        clip = QPainterPath()
-        clip.addRoundedRect(full, 4, 4)
-        p.fillPath(clip, QColor(c.free))
-        p.setClipPath(clip)
-        p.setPen(Qt.PenStyle.NoPen)
-        rects = self._rects()
+        measured, predicted = self._rows()
+        # The measured row is drawn into an image with plain fills, then the image fills
+        # the rounded shape: with the rounded shape as an anti-aliased clip path instead,
+        # every segment's fill went through the clip mask (twice the cost with 64).
+        if self._image is None or self._image.width() != self.width():
+            self._image = QImage(max(1, self.width()), self.BAR_HEIGHT,
+                                 QImage.Format.Format_ARGB32_Premultiplied)
+        self._image.fill(QColor(c.free))
+        row = QPainter(self._image)
         labelled = []
-        for rect, seg in rects:
-            if rect.top() > 0:
-                continue
-            color = QColor(c.lost) if self._greyed else seg.color
-            p.fillRect(rect, color)
-            if seg.pattern != Qt.BrushStyle.SolidPattern:
+        solid = Qt.BrushStyle.SolidPattern
+        lost = QColor(c.lost)
+        for rect, seg in measured:
+            color = lost if self._greyed else seg.color
+            row.fillRect(rect, color)
+            if seg.pattern != solid:
                 hatch = seg.hatch if seg.hatch is not None and not self._greyed \
                     else color.darker(130)
-                p.fillRect(rect, QBrush(hatch, seg.pattern))
+                row.fillRect(rect, QBrush(hatch, seg.pattern))
             if seg.label:
                 labelled.append((rect, seg))
         if labelled and not self._greyed:
-            self._draw_labels(p, labelled)
-        p.setClipping(False)
-        for rect, seg in rects:
-            if rect.top() == 0:
-                continue
+            row.setRenderHint(QPainter.RenderHint.Antialiasing)
+            row.setPen(Qt.PenStyle.NoPen)
+            row.setFont(self.font())
+            self._draw_labels(row, labelled)
+        row.end()
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(QBrush(self._image))
+        p.drawRoundedRect(full, 4, 4)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        for rect, seg in predicted:
             path = QPainterPath()
             path.addRoundedRect(rect, 2, 2)
             p.fillPath(path, seg.color)

@@ -8,6 +8,8 @@ move it by at least one pixel column: a 24 h window is redrawn about once a minu
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -103,6 +105,33 @@ def bounds(*arrays: np.ndarray) -> tuple[float, float]:
         if len(a):
             low, high = np.fmin(low, np.fmin.reduce(a)), np.fmax(high, np.fmax.reduce(a))
     return float(low), float(high)
+
+
+class WindowCurve(pg.PlotCurveItem):
+    """A curve that knows its data's extent. The scene asks a curve for its bounding
+    rect dozens of times per paint, and every change of the view (each second, on a live
+    plot) makes ``PlotCurveItem`` scan its arrays for their bounds again; the bounds are
+    taken here once per ``setData``, where the data arrive sorted by time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._extent: tuple[float, float, float, float] | None = None
+        super().__init__(*args, **kwargs)
+
+    def setData(self, *args: Any, **kwargs: Any) -> None:
+        self._extent = None
+        if len(args) == 2:
+            x, y = (np.asarray(a, dtype=float) for a in args)
+            low, high = bounds(y)
+            if len(x) and np.isfinite(low) and np.isfinite(x[0]) and np.isfinite(x[-1]):
+                self._extent = (float(x[0]), float(x[-1]), low, high)
+            args = (x, y)
+        super().setData(*args, **kwargs)
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> Any:
+        if self._extent is None or frac != 1.0 or orthoRange is not None:
+            return super().dataBounds(ax, frac, orthoRange)
+        x0, x1, low, high = self._extent
+        return (x0, x1) if ax == 0 else (low, high)
 
 
 class _Plot(pg.PlotWidget):
@@ -267,7 +296,7 @@ class TimePlots(QWidget):
         if curve is None:
             pen = pg.mkPen(theme.gpu_color(index), width=1)
             name = f"GPU {index}" if plot is self.memory else None
-            curve = curves[index] = pg.PlotCurveItem(pen=pen, name=name)
+            curve = curves[index] = WindowCurve(pen=pen, name=name)
             plot.addItem(curve)
         return curve
 

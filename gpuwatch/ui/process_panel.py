@@ -34,7 +34,15 @@ from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui import theme
 from gpuwatch.ui.axes import fast_axes
-from gpuwatch.ui.plots import StickyRange, bounds, byte_unit, restyle_plot, ring_curve, settle
+from gpuwatch.ui.plots import (
+    StickyRange,
+    WindowCurve,
+    bounds,
+    byte_unit,
+    restyle_plot,
+    ring_curve,
+    settle,
+)
 from gpuwatch.ui.probe_view import ProbeHistory
 from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
 from gpuwatch.ui.process_table import ProcessTable
@@ -104,8 +112,8 @@ class ProcessPanel(QWidget):
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
-        self.alloc_curve = pg.PlotCurveItem(pen=pg.mkPen("#4e79a7", width=1))
-        self.detail_curve = pg.PlotCurveItem(pen=pg.mkPen("#4e79a7", width=1))
+        self.alloc_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
+        self.detail_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
         self.detail_plot.addItem(self.alloc_curve)
         self.detail_plot.addItem(self.detail_curve)
         self._styled: tuple | None = None    # (unit name, pid) the plot is set up for
