@@ -14,7 +14,15 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QGraphicsItem,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gpuwatch.core.history import History, Ring
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes
@@ -58,6 +66,26 @@ def settle(plot: pg.PlotWidget) -> None:
     pyqtgraph defers them to ``paintEvent``; changing the view there marks every item
     dirty again, which costs a second full paint of the plot in the next pass."""
     plot.scene().prepareForPaint()
+
+
+def cache_text_items(plot: pg.PlotWidget) -> None:
+    """Paint the plot's text (title, axis labels, legend entries, line labels) from
+    pixmaps. They are text documents, laid out and drawn anew on every paint of the
+    plot, which on a live plot is every second; their content changes rarely."""
+    cache = QGraphicsItem.CacheMode.DeviceCoordinateCache
+    item = plot.getPlotItem()
+    texts = [item.titleLabel.item]
+    texts += [item.getAxis(name).label for name in ("left", "bottom")]
+    legend = item.legend
+    if legend is not None:
+        for sample, label in legend.items:
+            sample.setCacheMode(cache)
+            texts.append(label.item)
+    for child in item.vb.addedItems:
+        if isinstance(child, pg.InfiniteLine) and child.label is not None:
+            texts.append(child.label)
+    for text in texts:
+        text.setCacheMode(cache)
 
 
 def restyle_plot(plot: pg.PlotWidget) -> None:
@@ -171,6 +199,7 @@ class TimePlots(QWidget):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
             plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
         self._bw_range = StickyRange()
+        self._new_items = True     # text items to cache as pixmaps (legend, labels)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -276,6 +305,10 @@ class TimePlots(QWidget):
                 capacities[total] = capacities.get(total, 0) + 1
         self._update_capacities(capacities, mem_scale)
         self._fit_bandwidth(*bounds(*bandwidths))
+        if self._new_items:
+            self._new_items = False
+            cache_text_items(self.memory)
+            cache_text_items(self.bandwidth)
         if self.live:
             self._setting_range = True
             self.memory.setXRange(x0, x1, padding=0)
@@ -298,6 +331,7 @@ class TimePlots(QWidget):
             name = f"GPU {index}" if plot is self.memory else None
             curve = curves[index] = WindowCurve(pen=pen, name=name)
             plot.addItem(curve)
+            self._new_items = True      # a legend entry
         return curve
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
@@ -314,6 +348,7 @@ class TimePlots(QWidget):
                                "anchors": [(0, 1), (0, 1)]})
                 self.memory.addItem(line)
                 self._capacity_lines[total] = line
+                self._new_items = True
         if capacities:
             self.memory.setYRange(0, max(capacities) / scale * 1.08, padding=0)
 

@@ -39,6 +39,7 @@ from gpuwatch.ui.plots import (
     WindowCurve,
     bounds,
     byte_unit,
+    cache_text_items,
     restyle_plot,
     ring_curve,
     settle,
@@ -126,6 +127,7 @@ class ProcessPanel(QWidget):
                                                     "color": theme.UNEXPLAINED_COLOR})
         self.peak_line.hide()
         self.detail_plot.addItem(self.peak_line)
+        cache_text_items(self.detail_plot)
 
         self.copy_action = QAction("Copy command line", self)
         self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
