@@ -27,6 +27,13 @@ the window's own cost.
 Start-up: a fresh interpreter, from launch to the first painted window with simulated
 GPUs (imports, QApplication, backend, first sample, show). Target: under 1.5 s.
 
+Baseline: shared machines change speed by a factor of two within minutes, so each run
+also times a fixed reference workload in the same process (``reference_ms``: a
+1600×1000 raster paint of 300 static texts, 500 small fills and 8 curves of 1,200
+points, plus 20,000 formatted strings: roughly what one frame of this window draws) and
+prints every frame figure as a ratio of it too. Compare ratios across runs and
+machines; compare milliseconds only within one run.
+
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/ui.py [--ticks N] [--breakdown]
 """
 
@@ -184,6 +191,42 @@ def stats(values: list[float]) -> str:
             f"max {max(values):6.2f} ms")
 
 
+def reference_ms(reps: int = 15) -> float:
+    """GUI-thread CPU milliseconds of a fixed frame-like workload (median of ``reps``)."""
+    import numpy as np
+    from PySide6.QtCore import QPointF, QRectF
+    from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QPen, QStaticText
+
+    image = QImage(1600, 1000, QImage.Format.Format_ARGB32_Premultiplied)
+    texts = [QStaticText(f"{k * 1.7:.1f} GiB") for k in range(300)]
+    for text in texts:
+        text.prepare()
+    xs = np.linspace(0, 1500, 1200)
+    ys = 500 + 200 * np.sin(xs / 30)
+    path = QPainterPath(QPointF(xs[0], ys[0]))
+    for x, y in zip(xs[1:].tolist(), ys[1:].tolist(), strict=True):
+        path.lineTo(x, y)
+    times = []
+    for _ in range(reps):
+        c0 = time.thread_time()
+        p = QPainter(image)
+        p.fillRect(image.rect(), QColor("#ffffff"))
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        for k, text in enumerate(texts):
+            p.drawStaticText(QPointF(10 + (k % 12) * 130, 10 + (k // 12) * 30), text)
+        for k in range(500):
+            p.fillRect(QRectF(k * 3.1, 900, 3, 16), QColor(k * 7 % 255, 90, 160))
+        p.setPen(QPen(QColor("#4e79a7"), 1))
+        for _ in range(8):
+            p.drawPath(path)
+        p.end()
+        chars = 0
+        for k in range(20000):
+            chars += len(f"{k / 3:.1f} GiB")
+        times.append((time.thread_time() - c0) * 1e3)
+    return statistics.median(times)
+
+
 def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
     from PySide6.QtWidgets import QApplication
 
@@ -218,6 +261,8 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
     rows = window.processes.model.rowCount()
     print(f"window: {len(window.cards.cards)} GPU cards, {rows} table rows, "
           f"{len(window.history.gpus[0])} rows of history per GPU; {ticks} ticks each")
+    reference = reference_ms()
+    print(f"reference workload (baseline, same run): {reference:.2f} ms CPU")
 
     elapsed = [DAY]
 
@@ -254,7 +299,8 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
                 drain(app, counter)      # not timed: leave nothing for the next tick
             slot.append((t1 - t0) * 1e3)
             total.append((t2 - t0) * 1e3)
-        extra = f", {statistics.mean(passes):.1f} paint passes" if passes else ""
+        extra = f" ({statistics.median(cpu) / reference:.2f}× reference)"
+        extra += f", {statistics.mean(passes):.1f} paint passes" if passes else ""
         if advisor_ms:
             extra += f", advisor {statistics.median(advisor_ms):.2f} ms"
         print(f"{label:<34} slot median {statistics.median(slot):6.2f} ms · "
@@ -277,6 +323,7 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
                 window.on_snapshot(next_snapshot())
                 drain(app, counter)
         print(spy.report(ticks))
+    print(f"reference workload again, after the runs: {reference_ms():.2f} ms CPU")
     window.close()
     backend.close()
 

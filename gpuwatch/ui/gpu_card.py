@@ -46,6 +46,7 @@ class GpuCard(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._name = f"GPU {index}"
         self._order: dict[int, int] = {}      # pid -> first-seen rank, so segments don't jump
+        self._segment_names: dict[int, tuple[str | None, str]] = {}   # pid -> (name, tooltip head)
         self.state = GpuState.OK
         self.height_changed = False   # the budget line came or went: the view may re-fit
         self._total_bytes: int | None = None
@@ -169,25 +170,37 @@ class GpuCard(QFrame):
         m = g.memory
         total = float(m.total_bytes or 0)
         self._total_bytes = m.total_bytes
-        procs = sorted(g.processes, key=self._rank)
+        order = self._order
+        if len(order) > 1024 + 4 * len(g.processes):   # processes come and go: forget the gone
+            live = {p.pid for p in g.processes}
+            self._order = order = {pid: r for pid, r in order.items() if pid in live}
+            self._segment_names = {k: v for k, v in self._segment_names.items() if k in live}
+        for p in g.processes:
+            if p.pid not in order:
+                order[p.pid] = len(order)
+        procs = sorted(g.processes, key=lambda p: order[p.pid])
         segments: list[Segment] = []
         listed = 0
         overlay_start = 0.0
         self._splits = {}
+        probes, color_of, names = self.probes, theme.process_color, self._segment_names
+        overlay_pid = None if overlay is None else overlay.pid
         for p in procs:
             size = p.used_bytes or 0
-            if overlay is not None and p.pid == overlay.pid:
+            if p.pid == overlay_pid:
                 overlay_start = float(listed)
             listed += size
-            report = self.probes.get(p.pid) if self.probes else None
+            report = probes.get(p.pid) if probes else None
             split = None if report is None else probe_split(p.used_bytes, report)
             if split is not None:
                 parts = self._splits[p.pid] = split_segments(_proc_name(p), p.pid, split,
                                                              units)
                 segments.extend(parts)
                 continue
-            segments.append(Segment(size, theme.process_color(p.pid),
-                                    f"{_proc_name(p)} (pid {p.pid})", units=units))
+            named = names.get(p.pid)
+            if named is None or named[0] != p.name:
+                named = names[p.pid] = (p.name, f"{_proc_name(p)} (pid {p.pid})")
+            segments.append(Segment(size, color_of(p.pid), named[1], units=units))
         other = max(0, (m.used_bytes or 0) - listed)
         if other:
             segments.append(Segment(other, QColor(c.other),
@@ -304,12 +317,6 @@ class GpuCard(QFrame):
         else:
             power = f"{g.power_w:.0f} W"
         self.vitals.set_runs([Run(temp, c.warning if hot else None), Run(f" · {power}")])
-
-    def _rank(self, p: ProcessSample) -> int:
-        rank = self._order.get(p.pid)
-        if rank is None:
-            rank = self._order[p.pid] = len(self._order)
-        return rank
 
 
 def _proc_name(p: ProcessSample) -> str:

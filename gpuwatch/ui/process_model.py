@@ -196,7 +196,8 @@ class ProcessModel(QAbstractTableModel):
                    old_now_s: float = 0.0) -> None:
         """Bring the rows in line with the samples and the filter. With ``old`` (the
         previous sample), rows that stayed in place are announced cell by cell."""
-        wanted = [k for k, p in self._samples.items() if self._accepts(p)]
+        wanted = [k for k, p in self._samples.items() if self._accepts(p)] if self._filter \
+            else list(self._samples)
         wanted_set = set(wanted)
         # 1. remove vanished rows, in contiguous runs from the bottom up
         removed = False
