@@ -82,8 +82,9 @@ def cache_text_items(plot: pg.PlotWidget) -> None:
             sample.setCacheMode(cache)
             texts.append(label.item)
     for child in item.vb.addedItems:
-        if isinstance(child, pg.InfiniteLine) and child.label is not None:
-            texts.append(child.label)
+        label = getattr(child, "label", None)    # an InfiniteLine made with a label
+        if isinstance(child, pg.InfiniteLine) and label is not None:
+            texts.append(label)
     for text in texts:
         text.setCacheMode(cache)
 

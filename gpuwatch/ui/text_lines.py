@@ -49,6 +49,7 @@ class TextLines(QWidget):
         self._static: dict[tuple[str, bool], tuple[QStaticText, float]] = {}
         self._step = 0
         self._natural = 0
+        self._room = 0           # the widest text so far: the width this widget asks for
         self._fit_text = fit_text
         self._align_right = align_right
         self._inset = inset      # px left and right of the text
@@ -66,7 +67,7 @@ class TextLines(QWidget):
         return lines * step + (1 if lines else 0)
 
     def sizeHint(self) -> QSize:
-        return QSize(self._natural + 2 * self._inset if self._fit_text else 200, self.height())
+        return QSize(self._room + 2 * self._inset if self._fit_text else 200, self.height())
 
     def minimumSizeHint(self) -> QSize:
         return QSize(0, self.height())
@@ -79,16 +80,15 @@ class TextLines(QWidget):
         if lines == self._lines:
             return
         self._lines = lines
-        natural = self._natural
         self._place()
         height = self._height(len(lines))
         if height != self.height():
             self.setFixedHeight(height)
-        elif self._fit_text and self._natural != natural \
-                and self._natural + 2 * self._inset > self.width():
-            # Only when the text no longer fits: asking for a layout pass whenever a
-            # figure's width changed relaid the card, and the window around it, every
-            # sample. It keeps the room it has when its text shrinks.
+        if self._fit_text and self._natural > self._room:
+            # Only when the text outgrows the room asked for so far: asking for a layout
+            # pass whenever a figure's width changed relaid the card, and the window
+            # around it, every sample. The room is kept when the text shrinks.
+            self._room = self._natural
             self.updateGeometry()
         self.update()
 
@@ -121,6 +121,7 @@ class TextLines(QWidget):
             self._fonts = {}
             self._static = {}
             self._place()
+            self._room = self._natural
             self.setFixedHeight(self._height(len(self._lines)))
             self.updateGeometry()
 

@@ -153,3 +153,15 @@ def test_text_lines_ask_for_a_layout_only_when_the_text_outgrows_its_room(qtbot)
     assert spy.count == 0                            # shorter: keeps its room
     label.set_runs([Run("17.8", bold=True), Run(" / 24.0 GiB used, and much more text")])
     qtbot.waitUntil(lambda: spy.count > 0)           # longer: the row makes room
+
+
+def test_right_aligned_card_figures_get_their_room_from_the_first_sample(make_window, scenario,
+                                                                         qtbot) -> None:
+    window = make_window()
+    window.resize(1600, 1000)
+    window.on_snapshot(scenario("faults", at_s=85).sample())    # before it is shown, as
+    window.show()                                                # --screenshot does
+    card = window.cards.cards[0]
+    for label in (card.vitals, card.free):
+        assert label.text()
+        qtbot.waitUntil(lambda label=label: label.width() >= label.sizeHint().width() > 0)
