@@ -11,8 +11,10 @@ per distinct string and column width, so a repaint is mostly glyph blits.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRect, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QPalette, QStaticText
+import math
+
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPaintEvent, QPalette, QStaticText
 from PySide6.QtWidgets import QTableView, QWidget
 
 from gpuwatch.ui import theme
@@ -27,7 +29,7 @@ _CACHE_LIMIT = 8192  # laid-out strings kept before the cache starts over
 class ProcessTable(QTableView):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self._texts: dict[tuple[str, int, bool], QStaticText] = {}
+        self._texts: dict[tuple[str, int, bool], tuple[QStaticText, int, int]] = {}
         self._font_key = ""
 
     def paintEvent(self, event: QPaintEvent) -> None:
@@ -61,6 +63,15 @@ class ProcessTable(QTableView):
         alternating = self.alternatingRowColors()
         width = viewport.width()
 
+        # per column, once: where its text starts, its room, right-aligned?, Name?, Budget?
+        cells = []
+        for col, x, w in columns:
+            left, room = x + PADDING, w - 2 * PADDING
+            if col == NAME:
+                left, room = left + SWATCH + SWATCH_GAP, room - SWATCH - SWATCH_GAP
+            cells.append((col, left, room, col in NUMERIC, col == NAME, col == BUDGET, x))
+        cache, make = self._texts, self._static
+
         p = QPainter(viewport)
         p.setFont(font)
         for row in range(first, last + 1):
@@ -71,23 +82,20 @@ class ProcessTable(QTableView):
                        highlight if chosen else alternate if alternating and row % 2 else base)
             p.setPen(highlighted_text if chosen else text_color)
             texts, pid, budget_bold = model.row_display(row)
-            for col, x, w in columns:
-                left = x + PADDING
-                room = w - 2 * PADDING
-                if col == NAME:
-                    p.fillRect(QRect(left, y + (h - SWATCH) // 2, SWATCH, SWATCH),
-                               QColor(theme.process_color(pid)))
-                    left += SWATCH + SWATCH_GAP
-                    room -= SWATCH + SWATCH_GAP
+            for col, left, room, right, is_name, is_budget, x in cells:
+                if is_name:
+                    p.fillRect(QRect(x + PADDING, y + (h - SWATCH) // 2, SWATCH, SWATCH),
+                               theme.process_color(pid))
                 if room <= 0:
                     continue
-                is_bold = budget_bold and col == BUDGET
-                static = self._static(texts[col], room, bold if is_bold else font, is_bold)
+                is_bold = budget_bold and is_budget
+                laid = cache.get((texts[col], room, is_bold)) or \
+                    make(texts[col], room, bold if is_bold else font, is_bold)
+                static, text_w, text_h = laid
                 if is_bold:
                     p.setFont(bold)
-                size = static.size()
-                tx = left + room - size.width() if col in NUMERIC else left
-                p.drawStaticText(QPointF(round(tx), y + round((h - size.height()) / 2)), static)
+                p.drawStaticText(left + room - text_w if right else left,
+                                 y + (h - text_h) // 2, static)
                 if is_bold:
                     p.setFont(font)
         p.end()
@@ -111,11 +119,13 @@ class ProcessTable(QTableView):
             self._font_key = key
             self._texts.clear()
 
-    def _static(self, text: str, room: int, font: QFont, bold: bool) -> QStaticText:
-        """``text`` laid out once, elided with "…" to ``room`` pixels when it is wider."""
+    def _static(self, text: str, room: int, font: QFont,
+                bold: bool) -> tuple[QStaticText, int, int]:
+        """``text`` laid out once, elided with "…" to ``room`` pixels when it is wider:
+        (static text, width, height) in whole pixels."""
         key = (text, room, bold)
-        static = self._texts.get(key)
-        if static is None:
+        laid = self._texts.get(key)
+        if laid is None:
             if len(self._texts) > _CACHE_LIMIT:
                 self._texts.clear()
             metrics = QFontMetrics(font)
@@ -124,5 +134,6 @@ class ProcessTable(QTableView):
             static = QStaticText(shown)
             static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(font=font)
-            self._texts[key] = static
-        return static
+            size = static.size()
+            laid = self._texts[key] = (static, math.ceil(size.width()), math.ceil(size.height()))
+        return laid

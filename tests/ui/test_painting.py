@@ -118,9 +118,10 @@ def test_table_paints_each_row_with_its_colour_and_selection(make_window, scenar
 def test_table_elides_what_does_not_fit(make_window) -> None:
     window = make_window()
     table = window.processes.table
-    static = table._static("python train.py " + "--flag " * 40, 120, table.font(), False)
-    assert static.text().endswith("…")
-    assert table._static("short", 120, table.font(), False).text() == "short"
+    static, width, _ = table._static("python train.py " + "--flag " * 40, 120, table.font(),
+                                     False)
+    assert static.text().endswith("…") and width <= 120
+    assert table._static("short", 120, table.font(), False)[0].text() == "short"
 
 
 class _LayoutRequests(QObject):
