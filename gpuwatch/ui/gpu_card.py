@@ -136,6 +136,7 @@ class GpuCard(QFrame):
             label.set_colors(muted, background)
         for label in self._plain:
             label.set_colors(text, background)
+        self.bar.set_background(background)
 
     def _set_state(self, g: GpuSample) -> None:
         greyed = g.state is not GpuState.OK

@@ -64,6 +64,7 @@ class MemoryBar(QWidget):
         self._greyed = False
         self._image: QImage | None = None     # the measured row, drawn before its shape
         self._line: np.ndarray | None = None
+        self._background: QColor | None = None
         self._laid_out: tuple | None = None   # (width, measured row, predicted row)
         self._label_font: QFont | None = None
         self._label_metrics: QFontMetricsF | None = None
@@ -73,6 +74,14 @@ class MemoryBar(QWidget):
 
     def sizeHint(self) -> QSize:
         return QSize(300, self.height())
+
+    def set_background(self, color: QColor | None) -> None:
+        """The colour around the bar's rounded ends (the card's). Given, the bar paints
+        its whole rectangle, so a new sample repaints the bar and not the card under it."""
+        if color != self._background:
+            self._background = None if color is None else QColor(color)
+            self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, color is not None)
+            self.update()
 
     def set_data(self, total: float, segments: list[Segment], greyed: bool = False) -> None:
         if (total, segments, greyed) != (self._total, self._segments, self._greyed):
@@ -186,6 +195,8 @@ class MemoryBar(QWidget):
             self._draw_labels(row, labelled)
         row.end()
         p = QPainter(self)
+        if self._background is not None:
+            p.fillRect(self.rect(), self._background)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(QBrush(self._image))
