@@ -1,12 +1,13 @@
-"""Plot axes that paint their tick labels from cached static text.
+"""Plot axes that replay a compiled list of fills and static texts.
 
 pyqtgraph's ``AxisItem`` records its ticks, grid lines and labels into a ``QPicture``
-and replays it on every paint. Replaying re-lays out every label's text, and a live
-time axis is regenerated every second anyway (its range moves), measuring every label
-again through the painter. Here the draw specs are still pyqtgraph's own (same tick
-choice, same grid, same spacing), but label sizes are measured once per string and
-font, and labels are drawn as ``QStaticText`` laid out once per string: the axis then
-costs a handful of line and glyph blits per paint.
+and replays it on every paint. Replaying re-lays out every label's text and strokes
+every grid line, and a live time axis is regenerated every second anyway (its range
+moves), measuring every label again through the painter. Here a value axis keeps
+pyqtgraph's own draw specs (same ticks, grid and spacing) and a horizontal time axis
+builds them from ``time_ticks``; either way they are compiled once per change into
+rectangle fills and ``QStaticText`` (label sizes measured once per string and font),
+so a paint is a handful of fills and glyph blits.
 """
 
 from __future__ import annotations

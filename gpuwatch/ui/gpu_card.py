@@ -23,7 +23,7 @@ from gpuwatch.ui.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.overlay import Overlay
 from gpuwatch.ui.probe_view import largest, legend_lines, probe_split, split_segments
 from gpuwatch.ui.settings import Thresholds
-from gpuwatch.ui.text_lines import LegendLines, Run, TextLines
+from gpuwatch.ui.text_lines import Run, TextLines
 
 LEGEND_PROCESSES = 3
 
@@ -70,7 +70,7 @@ class GpuCard(QFrame):
         self.budget.setTextFormat(Qt.TextFormat.RichText)
         self.budget.setWordWrap(True)
         self.budget.hide()
-        self.probe = LegendLines()
+        self.probe = TextLines()     # the probe's legend: as wide as the card, cut to fit
         self.probe.hide()
         self._muted = (self.busy, self.bandwidth, self.util, self.pcie, self.legend, self.free)
         self._plain = (self.title, self.vitals, self.used)

@@ -141,9 +141,6 @@ class MemoryBar(QWidget):
         self._laid_out = (w, measured, predicted)
         return measured, predicted
 
-    def _measured_rects(self) -> list[tuple[QRectF, Segment]]:
-        return self._rows()[0]
-
     def _pixel_row(self, c: theme.Colors) -> QImage:
         """The measured row one pixel high: each pixel column takes the colour of the
         segment under its centre (as a fill of the segment's rectangle would), found
@@ -176,11 +173,10 @@ class MemoryBar(QWidget):
         row = QPainter(self._image)
         row.drawImage(QRectF(0, 0, self.width(), self.BAR_HEIGHT), self._pixel_row(c))
         solid = Qt.BrushStyle.SolidPattern
-        marked = [(rect, seg) for rect, seg in self._measured_rects()
-                  if seg.pattern != solid or seg.label] \
-            if any(seg.pattern != solid or seg.label for seg in self._segments) else []
+        # only hatched or labelled segments need their rectangles (built once per change)
+        marked = any(seg.pattern != solid or seg.label for seg in self._segments)
         labelled = []
-        for rect, seg in marked:
+        for rect, seg in self._rows()[0] if marked else []:
             if seg.pattern != solid:
                 color = QColor(c.lost) if self._greyed else seg.color
                 hatch = seg.hatch if seg.hatch is not None and not self._greyed \

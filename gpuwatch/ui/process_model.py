@@ -90,11 +90,7 @@ class ProcessModel(QAbstractTableModel):
         if not index.isValid():
             return None
         if role == _DISPLAY:
-            key = self._keys[index.row()]
-            texts = self._texts.get(key)
-            if texts is None:
-                texts = self._texts[key] = self._row_texts(self._samples[key], key)
-            return texts[index.column()]
+            return self._texts_of(self._keys[index.row()])[index.column()]
         if role == _ALIGN:
             return _ALIGNMENTS[index.column()]
         col = index.column()
@@ -162,10 +158,7 @@ class ProcessModel(QAbstractTableModel):
         and whether the Budget cell is bold (a linked budget); ``data()`` without the
         per-cell, per-role calls."""
         key = self._keys[row]
-        texts = self._texts.get(key)
-        if texts is None:
-            texts = self._texts[key] = self._row_texts(self._samples[key], key)
-        return texts, key[1], key in self._budgets
+        return self._texts_of(key), key[1], key in self._budgets
 
     def key_at(self, row: int) -> Key | None:
         return self._keys[row] if 0 <= row < len(self._keys) else None
@@ -313,6 +306,13 @@ class ProcessModel(QAbstractTableModel):
         sample = self._samples.get(key)
         text = probe_tooltip(report, None if sample is None else sample.used_bytes, self.units)
         return text if linked is None else f"{linked}\n{text}"
+
+    def _texts_of(self, key: Key) -> list[str]:
+        """The row's texts for this sample, formatted the first time they are asked for."""
+        texts = self._texts.get(key)
+        if texts is None:
+            texts = self._texts[key] = self._row_texts(self._samples[key], key)
+        return texts
 
     def _row_texts(self, p: ProcessSample, key: Key) -> list[str]:
         return [self._text(p, key, col) for col in range(len(COLUMNS))]

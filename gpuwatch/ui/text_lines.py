@@ -190,6 +190,3 @@ class TextLines(QWidget):
                 break
         p.end()
 
-
-class LegendLines(TextLines):
-    """The probe's legend under a card's bar: as wide as the card, cut where it must."""
