@@ -137,8 +137,9 @@ class Advisor:
                           self._gpu_log)
         findings: dict[HintKey, Finding] = {}
         live = {(p.gpu_index, p.pid) for p in snap.processes}
+        due = self._due_periodic(now)
         for rule in self.rules:
-            for f in self._run(rule, ctx, now, live):
+            for f in self._run(rule, ctx, now, live, rule is due):
                 seen = findings.get(f.key)
                 if seen is None or f.severity > seen.severity:
                     findings[f.key] = f
@@ -146,13 +147,25 @@ class Advisor:
         events += self._expire(findings, now)
         return events
 
+    def _due_periodic(self, now: float) -> Rule | None:
+        """The one slow-moving rule to run on this sample: the most overdue of those whose
+        period has passed. Running at most one per sample keeps their costs (several ms
+        each with 64 processes a GPU) from landing on the same sample; a rule waits at
+        most a sample or two longer than its period."""
+        overdue = [(now - last[0] - RULE_PERIODS_S[rule], i, rule)
+                   for i, rule in enumerate(self.rules)
+                   if rule in RULE_PERIODS_S and (last := self._rule_runs.get(rule)) is not None
+                   and now - last[0] >= RULE_PERIODS_S[rule]]
+        return max(overdue, key=lambda o: (o[0], -o[1]))[2] if overdue else None
+
     def _run(self, rule: Rule, ctx: RuleContext, now: float,
-             live: set[tuple[int, int]]) -> list[Finding]:
+             live: set[tuple[int, int]], due: bool = False) -> list[Finding]:
         """A rule's findings; slow-moving rules run only every ``RULE_PERIODS_S`` seconds
-        and their last findings stand in between (for processes still alive)."""
+        (one of them a sample, see ``_due_periodic``; each once at the start) and their
+        last findings stand in between (for processes still alive)."""
         period = RULE_PERIODS_S.get(rule, 0.0)
         last = self._rule_runs.get(rule)
-        if period and last is not None and now - last[0] < period:
+        if period and last is not None and not due:
             return [f for f in last[1] if f.pid is None or (f.gpu_index, f.pid) in live]
         found = rule(ctx)
         if period:

@@ -215,10 +215,14 @@ class ProcessModel(QAbstractTableModel):
             self._keys.extend(new)
             self.endInsertRows()
         # 3. reorder; then the cells that changed, or everything
-        moved = self._resort()
-        if moved:
-            return          # layoutChanged: the view lays out and repaints every row
-        if old is None or new or removed:
+        if new or removed:
+            self._resort()
+            self._changed_all()
+            return
+        if self._resort(quietly=True):
+            self._changed_all()   # the same rows in another order: repaint them all
+            return
+        if old is None:
             self._changed_all()
         else:
             self._changed_cells(old, old_now_s)
@@ -257,21 +261,32 @@ class ProcessModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0),
                                   self.index(len(self._keys) - 1, len(COLUMNS) - 1))
 
-    def _resort(self) -> bool:
-        """Sort the rows; True when any moved."""
+    def _resort(self, quietly: bool = False) -> bool:
+        """Sort the rows; True when any moved.
+
+        ``quietly`` moves the persistent indexes (selection, current row) without
+        ``layoutChanged``, for a re-sort of the same rows, every sample while memory
+        changes. ``layoutChanged`` makes the view lay out again a pass later, resize its
+        scroll bars and header and repaint the table's frame and every widget under it
+        (~30 % of the table's cost per sample); this view has no per-row state (uniform
+        row heights, no spans, no hidden rows), so moving the indexes and repainting the
+        rows is all a re-sort needs. The selection is one row (``SingleSelection``), so
+        its range moves with its persistent corners."""
         key_fn = self._sort_key(self._sort_column)
         reverse = self._sort_order == Qt.SortOrder.DescendingOrder
         ordered = sorted(self._keys, key=lambda k: (key_fn(self._samples[k], k), k),
                          reverse=reverse)
         if ordered == self._keys:
             return False
-        self.layoutAboutToBeChanged.emit()
+        if not quietly:
+            self.layoutAboutToBeChanged.emit()
         new_row = {k: r for r, k in enumerate(ordered)}
         old = self.persistentIndexList()
         moved = [self.index(new_row[self._keys[i.row()]], i.column()) for i in old]
         self._keys = ordered
         self.changePersistentIndexList(old, moved)
-        self.layoutChanged.emit()
+        if not quietly:
+            self.layoutChanged.emit()
         return True
 
     def _sort_key(self, col: int) -> Callable[[ProcessSample, Key], Any]:

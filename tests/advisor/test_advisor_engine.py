@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 import pytest
 from advisor_support import GIB, T0, gpu, snapshot
@@ -135,3 +136,39 @@ def test_link_takes_an_estimate_and_keeps_levers() -> None:
     assert "gpt2-medium" in linked.label
     advisor.unlink(0, 7)
     assert advisor.links == {}
+
+
+def test_slow_rules_take_turns() -> None:
+    """The periodic rules all run on the first sample; after that at most one a sample,
+    each within a sample or two of its period."""
+    from gpuwatch.advisor.rules import RULE_PERIODS_S, RULES
+
+    runs: dict[str, list[float]] = {}
+
+    def counted(rule):   # the real rule, with a log of when it ran
+        def wrapper(ctx: RuleContext) -> list[Finding]:
+            runs.setdefault(rule.__name__, []).append(ctx.now_s - T0)
+            return rule(ctx)
+        return wrapper
+
+    wrapped = {rule: counted(rule) for rule in RULES}
+    periods = {wrapped[rule]: period for rule, period in RULE_PERIODS_S.items()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("gpuwatch.advisor.engine.RULE_PERIODS_S", periods)
+        advisor = Advisor(SETTINGS, rules=list(wrapped.values()))
+        history = History()
+        for t in range(61):
+            history.append(snapshot(float(t), gpu(used=GIB, procs=[(7, GIB)])))
+            advisor.update(history)
+    slow = {rule.__name__: period for rule, period in RULE_PERIODS_S.items()}
+    for name, period in slow.items():
+        times = runs[name]
+        assert times[0] == 0
+        gaps = [b - a for a, b in pairwise(times)]
+        assert gaps and all(period <= gap <= period + len(slow) for gap in gaps), (name, gaps)
+    per_sample: dict[float, int] = {}
+    for name in slow:
+        for t in runs[name][1:]:
+            per_sample[t] = per_sample.get(t, 0) + 1
+    assert max(per_sample.values()) == 1
+    assert len(runs["oom_risk"]) == 61                 # the others: every sample

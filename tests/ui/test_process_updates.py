@@ -58,7 +58,31 @@ def test_rows_that_move_repaint_everything(scenario) -> None:
     top = last._replace(used_bytes=2**45)
     others = [p for p in snap.processes if p.pid != last.pid or p.gpu_index != last.gpu_index]
     seen = _changes(model, _with(snap, [*others, top]))
-    assert (-1, -1, -1, -1) in seen and model.keys[0] == (top.gpu_index, top.pid)
+    everything = (0, 0, model.rowCount() - 1, len(COLUMNS) - 1)
+    assert everything in seen and model.keys[0] == (top.gpu_index, top.pid)
+    assert (-1, -1, -1, -1) not in seen       # same rows: no layout pass for a re-sort
+
+
+def test_a_resort_moves_the_selection_and_current_row(scenario) -> None:
+    from PySide6.QtCore import QItemSelectionModel
+
+    snap = sample_at(scenario("workstation"), 600)
+    model = ProcessModel()
+    model.update_snapshot(snap)
+    selection = QItemSelectionModel(model)
+    key = model.keys[-1]
+    row = model.row_of(key)
+    selection.setCurrentIndex(model.index(row, 2), QItemSelectionModel.SelectionFlag.NoUpdate)
+    selection.select(model.index(row, 0), QItemSelectionModel.SelectionFlag.ClearAndSelect
+                     | QItemSelectionModel.SelectionFlag.Rows)
+    last = model.sample(key)
+    assert last is not None
+    others = [p for p in snap.processes if (p.gpu_index, p.pid) != key]
+    model.update_snapshot(_with(snap, [*others, last._replace(used_bytes=2**45)]))
+    assert model.row_of(key) == 0
+    assert [i.row() for i in selection.selectedRows()] == [0]
+    assert len(selection.selectedIndexes()) == len(COLUMNS)
+    assert (selection.currentIndex().row(), selection.currentIndex().column()) == (0, 2)
 
 
 def test_running_time_is_announced_when_its_text_changes(scenario) -> None:

@@ -14,7 +14,9 @@ RULES = (gpu_lost, oom_risk, budget_exceeds_capacity, memory_leak, fragmentation
 
 # Rules that look at trends over many minutes run every few seconds, not every sample:
 # their answer cannot change faster, and with 64 processes a GPU they are most of the cost.
-RULE_PERIODS_S = {memory_leak: 10.0, contention: 5.0, underused: 10.0}
+# (bandwidth-saturated reads two minutes of history and only informs.)
+RULE_PERIODS_S = {memory_leak: 10.0, contention: 5.0, underused: 10.0,
+                  bandwidth_saturated: 5.0}
 
 CODES = ("oom-risk", "budget-exceeds-capacity", "memory-leak", "fragmentation", "contention",
          "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")
