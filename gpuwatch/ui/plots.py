@@ -68,6 +68,17 @@ def settle(plot: pg.PlotWidget) -> None:
     plot.scene().prepareForPaint()
 
 
+def quiet_hidden_axes(plot: pg.PlotWidget) -> None:
+    """Stop the hidden top and right axes from re-rendering their labels. They follow the
+    view like the shown ones, and with pyqtgraph's automatic SI prefix every range change
+    (each second on a live plot) sets their label's HTML again and asks for a layout."""
+    item = plot.getPlotItem()
+    for name in ("top", "right"):
+        axis = item.getAxis(name)
+        if not axis.isVisible():
+            axis.enableAutoSIPrefix(False)
+
+
 def cache_text_items(plot: pg.PlotWidget) -> None:
     """Paint the plot's text (title, axis labels, legend entries, line labels) from
     pixmaps. They are text documents, laid out and drawn anew on every paint of the
@@ -173,6 +184,7 @@ class _Plot(pg.PlotWidget):
         self.setLabel("left", y_label)
         self.getPlotItem().layout.setContentsMargins(4, 2, 8, 4)
         self.setMinimumHeight(150)
+        quiet_hidden_axes(self)
 
 
 class TimePlots(QWidget):

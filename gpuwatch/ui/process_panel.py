@@ -40,6 +40,7 @@ from gpuwatch.ui.plots import (
     bounds,
     byte_unit,
     cache_text_items,
+    quiet_hidden_axes,
     restyle_plot,
     ring_curve,
     settle,
@@ -112,6 +113,7 @@ class ProcessPanel(QWidget):
         self.detail_plot.hideButtons()
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
+        quiet_hidden_axes(self.detail_plot)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
         self.alloc_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
         self.detail_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))

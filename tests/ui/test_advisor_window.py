@@ -46,6 +46,22 @@ def test_clicking_a_hint_selects_its_gpu_and_process(make_window, scenario, qtbo
     assert window.processes.selected_key() == (0, OOM_PID)
 
 
+def test_hint_rows_wait_for_their_tab(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    window.tabs.setCurrentIndex(0)
+    feed(window, scenario("oom-ramp"), range(0, 320, 2))
+    panel = window.advisor
+    assert [h.code for h in panel.hints] == ["oom-risk"]      # the data are current
+    assert panel.list.count() == 0                            # the rows wait
+    assert window.tabs.tabText(2) == "Advisor (1)"
+    window.tabs.setCurrentWidget(panel)
+    assert panel.list.count() == 1
+    assert "memory full" in panel.list.itemWidget(panel.list.item(0)).text()
+    assert panel.list.item(0).sizeHint().height() > 20        # fitted to its wrapped text
+
+
 def test_the_banner_link_opens_the_hint(make_window, scenario, qtbot) -> None:
     window = make_window()
     window.tabs.setCurrentIndex(0)

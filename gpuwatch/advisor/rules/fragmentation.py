@@ -113,9 +113,15 @@ def _from_allocator(ctx: RuleContext, gpu: GpuSample, p: ProcessSample,
 
 def fragmentation(ctx: RuleContext) -> list[Finding]:
     out = []
+    links, allocator = ctx.links, ctx.allocator
+    if not links and not allocator:     # nothing to go on (the common case): no loop
+        return out
     for gpu in ctx.ok_gpus():
         for p in gpu.processes:
-            stats = ctx.allocator.get((gpu.index, p.pid))
+            key = (gpu.index, p.pid)
+            stats = allocator.get(key)
+            if stats is None and key not in links:
+                continue
             found = (_from_allocator(ctx, gpu, p, stats) if stats is not None else None) \
                 or _from_budget(ctx, gpu, p)
             if found is not None:
