@@ -191,6 +191,15 @@ def stats(values: list[float]) -> str:
             f"max {max(values):6.2f} ms")
 
 
+def full_collection_ms() -> float:
+    """Wall milliseconds of one full (generation 2) garbage collection."""
+    import gc
+
+    t0 = time.perf_counter()
+    gc.collect()
+    return (time.perf_counter() - t0) * 1e3
+
+
 def reference_ms(reps: int = 15) -> float:
     """GUI-thread CPU milliseconds of a fixed frame-like workload (median of ``reps``)."""
     import numpy as np
@@ -227,7 +236,7 @@ def reference_ms(reps: int = 15) -> float:
     return statistics.median(times)
 
 
-def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
+def bench_update(ticks: int, breakdown: bool, advisor: bool = True, freeze: bool = True) -> None:
     from PySide6.QtWidgets import QApplication
 
     import gpuwatch.ui  # noqa: F401 - installs the refcount guard
@@ -237,6 +246,7 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
     from gpuwatch.telemetry.sim.host import ScenarioHost
     from gpuwatch.telemetry.sim.library import SimulatedNvml
     from gpuwatch.telemetry.sim.scenario import parse_scenario
+    from gpuwatch.ui.app import freeze_startup_heap
     from gpuwatch.ui.main_window import MainWindow
     from gpuwatch.ui.settings import Settings
 
@@ -258,6 +268,11 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True) -> None:
     window.processes.select((first.processes[0].gpu_index, first.processes[0].pid))
     counter = FrameCounter(window)
     drain(app, counter)
+    if freeze:
+        full = full_collection_ms()
+        freeze_startup_heap()        # as the app does once its window is up
+        print(f"a full garbage collection on the GUI thread: {full:.1f} ms before the "
+              f"start-up heap is frozen, {full_collection_ms():.2f} ms after")
     rows = window.processes.model.rowCount()
     print(f"window: {len(window.cards.cards)} GPU cards, {rows} table rows, "
           f"{len(window.history.gpus[0])} rows of history per GPU; {ticks} ticks each")
@@ -376,12 +391,14 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--breakdown", action="store_true",
                         help="also print the paint time per area of the window")
+    parser.add_argument("--no-freeze", action="store_true",
+                        help="leave the start-up heap unfrozen (as before gc.freeze)")
     parser.add_argument("--without-advisor", action="store_true",
                         help="leave the advisor's rules out of the update")
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']}")
-    bench_update(args.ticks, args.breakdown, not args.without_advisor)
+    bench_update(args.ticks, args.breakdown, not args.without_advisor, not args.no_freeze)
     bench_startup()
 
 

@@ -6,12 +6,13 @@ on the simulated ``workstation`` scenario with a banner that says why.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from gpuwatch.core.snapshot import BackendKind
@@ -119,6 +120,19 @@ def application() -> QApplication:
     return app
 
 
+def freeze_startup_heap() -> None:
+    """Collect once, then move every object alive now into the collector's permanent
+    generation.
+
+    After start-up the interpreter holds ~150,000 tracked objects (Qt wrappers,
+    pyqtgraph, numpy, the window) that live as long as the app. A full collection walks
+    all of them: ~70 ms on the GUI thread, a visible stall that came every few minutes
+    while sampling. Frozen, they are never walked again; a full collection then takes
+    well under a millisecond."""
+    gc.collect()
+    gc.freeze()
+
+
 def launch(opts: LaunchOptions) -> int:
     _ensure_platform(bool(opts.screenshot))
     if opts.screenshot:
@@ -146,6 +160,7 @@ def launch(opts: LaunchOptions) -> int:
         window.show()
     elif not tray.available:
         window.showMinimized()         # no tray to live in: minimised, never invisible
+    QTimer.singleShot(0, freeze_startup_heap)     # once the window is up
     try:
         return app.exec()
     finally:
