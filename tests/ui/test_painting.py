@@ -115,6 +115,50 @@ def test_table_paints_each_row_with_its_colour_and_selection(make_window, scenar
     assert image.pixelColor(2, y0) != table.palette().highlight().color()
 
 
+def test_a_resort_repaints_the_rows_in_their_new_order(make_window, scenario, qtbot) -> None:
+    """A re-sort of the same rows is announced without a layout pass; the rows on screen
+    must still be repainted, in the new order, with the selection moved along."""
+    import dataclasses
+
+    from PySide6.QtCore import QEvent, QObject
+
+    window = make_window()
+    snap = scenario("workstation", at_s=600).sample()
+    window.on_snapshot(snap)
+    window.resize(1600, 1000)
+    window.show()
+    qtbot.waitExposed(window)
+    table, model = window.processes.table, window.processes.model
+    key = model.key_at(model.rowCount() - 1)
+    window.processes.select(key)
+    qtbot.wait(50)
+    painted = []
+
+    class Spy(QObject):
+        def eventFilter(self, obj, event) -> bool:   # noqa: N802 - Qt's name
+            if event.type() == QEvent.Type.Paint:
+                painted.append(event.rect())
+            return False
+
+    spy = Spy()
+    table.viewport().installEventFilter(spy)
+    procs = [p._replace(used_bytes=2**45) if (p.gpu_index, p.pid) == key else p
+             for p in snap.processes]
+    gpus = tuple(dataclasses.replace(g, processes=tuple(p for p in procs
+                                                        if p.gpu_index == g.index))
+                 for g in snap.gpus)
+    window.on_snapshot(dataclasses.replace(snap, gpus=gpus, timestamp_s=snap.timestamp_s + 1))
+    assert model.key_at(0) == key and window.processes.selected_key() == key
+    qtbot.waitUntil(lambda: any(r.top() <= table.rowViewportPosition(0) for r in painted))
+    table.viewport().removeEventFilter(spy)
+    image = table.viewport().grab().toImage()
+    header = table.horizontalHeader()
+    x = header.sectionViewportPosition(NAME) + PADDING + SWATCH // 2
+    y0 = table.rowViewportPosition(0) + table.rowHeight(0) // 2
+    assert image.pixelColor(x, y0) == theme.process_color(key[1])
+    assert image.pixelColor(2, y0) == table.palette().highlight().color()
+
+
 def test_table_elides_what_does_not_fit(make_window) -> None:
     window = make_window()
     table = window.processes.table

@@ -144,3 +144,15 @@ def test_many_signal_emits_do_not_exhaust_true() -> None:
         e.fired.emit(1)
     assert sys.getrefcount(True) > 1000
     assert before > 1 << 39
+
+
+def test_the_startup_heap_is_frozen_out_of_full_collections() -> None:
+    import gc
+
+    from gpuwatch.ui.app import freeze_startup_heap
+
+    try:
+        freeze_startup_heap()
+        assert gc.get_freeze_count() > 1000      # the modules and widgets alive now
+    finally:
+        gc.unfreeze()
