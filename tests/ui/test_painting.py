@@ -135,7 +135,7 @@ def test_a_resort_repaints_the_rows_in_their_new_order(make_window, scenario, qt
     painted = []
 
     class Spy(QObject):
-        def eventFilter(self, obj, event) -> bool:   # noqa: N802 - Qt's name
+        def eventFilter(self, obj, event) -> bool:
             if event.type() == QEvent.Type.Paint:
                 painted.append(event.rect())
             return False
