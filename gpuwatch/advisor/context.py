@@ -48,25 +48,10 @@ class Finding:
 
 def recent_rows(ring: Ring, now_s: float, span_s: float,
                 columns: Sequence[str]) -> dict[str, np.ndarray]:
-    """The ring's rows with ``timestamp_s >= now_s - span_s``, oldest first.
-
-    Reads only the tail of the ring: it guesses a row count, and grows the guess until
-    the oldest row read lies before the window (or the ring is exhausted).
-    """
-    n = len(ring)
-    guess = min(n, 256)
-    since = now_s - span_s
-    while True:
-        ts = ring.column("timestamp_s", last=guess)
-        if guess >= n or (ts.size and ts[0] < since):
-            break
-        guess = min(n, guess * 4)
-    rows = ts.size - int(np.searchsorted(ts, since, side="left"))
-    out = {"timestamp_s": ts[ts.size - rows:]}
-    for name in columns:
-        if name != "timestamp_s":
-            out[name] = ring.column(name, last=rows)
-    return out
+    """The ring's rows with ``timestamp_s >= now_s - span_s``, oldest first (read-only:
+    views of the ring where they can be, valid for one evaluation)."""
+    return ring.since(now_s - span_s, ("timestamp_s", *(c for c in columns
+                                                       if c != "timestamp_s")))
 
 
 class RuleContext:
@@ -114,9 +99,10 @@ class RuleContext:
 
     def process_peak(self, gpu_index: int, pid: int, span_s: float) -> float | None:
         used = self.process_window(gpu_index, pid, span_s)["used_bytes"]
-        if used.size == 0 or np.isnan(used).all():
+        if used.size == 0:
             return None
-        return float(np.nanmax(used))
+        peak = float(np.fmax.reduce(used))     # NaN (unknown) only where every value is
+        return None if math.isnan(peak) else peak
 
     def limit_bytes(self, gpu: GpuSample) -> float | None:
         """What can be used before allocations fail: total − reserved − a safety margin."""

@@ -73,3 +73,26 @@ def test_a_day_at_1hz_for_8_gpus_is_preallocated_and_bounded():
 def test_ring_rejects_empty_capacity(capacity):
     with pytest.raises(ValueError):
         Ring(capacity, {"t": np.float64})
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 8, 9, 13, 16, 40])
+def test_rows_since_match_the_columns_whether_or_not_they_wrap(rows):
+    ring = Ring(8, {"timestamp_s": np.float64, "v": np.float64}, initial=2)
+    for i in range(rows):
+        ring.append_values((10.0 * i, float(i)))
+    t, v = ring.column("timestamp_s"), ring.column("v")
+    for since in (-5.0, 0.0, 10.0 * rows - 35, 10.0 * rows - 30, 10.0 * rows - 10, 1e9):
+        got = ring.since(since, ("timestamp_s", "v"))
+        keep = t >= since
+        assert got["timestamp_s"].tolist() == t[keep].tolist(), (rows, since)
+        assert got["v"].tolist() == v[keep].tolist(), (rows, since)
+
+
+def test_rows_since_are_read_only_views():
+    ring = Ring(8, {"timestamp_s": np.float64, "v": np.float64})
+    for i in range(4):
+        ring.append_values((float(i), float(i)))
+    got = ring.since(1.0, ("v",))["v"]
+    with pytest.raises(ValueError):
+        got[0] = 99.0
+    assert ring.column("v").tolist() == [0.0, 1.0, 2.0, 3.0]
