@@ -50,12 +50,14 @@ class _Measurer:
         self._image = QImage(1, 1, QImage.Format.Format_ARGB32_Premultiplied)
         self._painter: QPainter | None = None
         self._font = QFont()
+        self._font_key = self._font.key()
         self._rects: dict[tuple, QRectF] = {}
 
     @contextmanager
     def measuring(self, font: QFont | None) -> Iterator[_Measurer]:
         if font is not None:
             self._font = QFont(font)
+            self._font_key = self._font.key()
         self._painter = QPainter(self._image)
         self._painter.setFont(self._font)
         try:
@@ -66,6 +68,7 @@ class _Measurer:
 
     def setFont(self, font: QFont) -> None:
         self._font = QFont(font)
+        self._font_key = self._font.key()
         if self._painter is not None:
             self._painter.setFont(font)
 
@@ -76,7 +79,7 @@ class _Measurer:
         return QFontMetrics(self._font)
 
     def boundingRect(self, rect: QRectF, flags: Any, text: str) -> QRectF:
-        key = (self._font.key(), rect.x(), rect.y(), rect.width(), rect.height(),
+        key = (self._font_key, rect.x(), rect.y(), rect.width(), rect.height(),
                int(flags), text)
         found = self._rects.get(key)
         if found is None:
@@ -97,13 +100,13 @@ class _StaticTextAxisMixin:
         self._ops: list[tuple] = []
         self._texts: dict[str, QStaticText] = {}
         self._background: QColor | None = None
+        self._blended: dict[tuple[int, int], QColor] = {}
 
     def paint(self, p: QPainter, opt: Any, widget: Any) -> None:
         if self.picture is None:
             try:
                 with self._measurer.measuring(self.style["tickFont"]) as measurer:
-                    specs = self.generateDrawSpecs(measurer)
-                self._ops = [] if specs is None else self._compile(*specs)
+                    self._ops = self._build_ops(measurer)
             except Exception:   # an exception escaping a paint takes the process down
                 log.exception("could not lay out the %s axis", self.orientation)
                 self._ops = []
@@ -127,6 +130,10 @@ class _StaticTextAxisMixin:
                 p.setClipRect(op[1])
             else:
                 p.drawLine(op[1], op[2])
+
+    def _build_ops(self, measurer: _Measurer) -> list[tuple]:
+        specs = self.generateDrawSpecs(measurer)
+        return [] if specs is None else self._compile(*specs)
 
     def _compile(self, axis_spec: tuple, tick_specs: list, text_specs: list) -> list[tuple]:
         ops: list[tuple] = []
@@ -158,15 +165,24 @@ class _StaticTextAxisMixin:
         x1, y1, x2, y2 = p1.x(), p1.y(), p2.x(), p2.y()
         if x1 != x2 and y1 != y2:
             return [(_PEN, QPen(pen)), (_LINE, QPointF(p1), QPointF(p2))]
-        color = pen.color()
-        if self._background is not None and color.alpha() < 255:
-            color = _over(color, self._background)
+        color = self._opaque(pen.color())
         w = max(1.0, pen.widthF())
         if x1 == x2:
             top, bottom = min(y1, y2), max(y1, y2)
             return [(_FILL, QRectF(x1 - w / 2, top, w, max(1.0, bottom - top)), color)]
         left, right = min(x1, x2), max(x1, x2)
         return [(_FILL, QRectF(left, y1 - w / 2, max(1.0, right - left), w), color)]
+
+    def _opaque(self, color: QColor) -> QColor:
+        """A translucent line colour blended over the known background (remembered:
+        a live axis asks for the same few colours every second)."""
+        if self._background is None or color.alpha() == 255:
+            return color
+        key = (color.rgba(), self._background.rgba())
+        blended = self._blended.get(key)
+        if blended is None:
+            blended = self._blended[key] = _over(color, self._background)
+        return blended
 
     def set_background(self, color: QColor | None) -> None:
         """The plot's background: grid lines are then drawn opaque in their blended
@@ -210,9 +226,12 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         super().__init__(orientation, **kwargs)
         self._init_static()
 
-    def generateDrawSpecs(self, p: Any) -> tuple | None:
+    def _build_ops(self, measurer: _Measurer) -> list[tuple]:
+        """The ops of a horizontal time axis, made directly (no draw specs to compile:
+        this runs every second on a live plot): tick and grid lines as fills, then the
+        labels that fit, as ``AxisItem.generateDrawSpecs`` would place them."""
         if self.orientation != "bottom" or self._tickLevels is not None:
-            return super().generateDrawSpecs(p)
+            return super()._build_ops(measurer)
         bounds = self.mapRectFromParent(self.geometry())
         view = self.linkedView()
         tick_bounds = bounds if view is None or self.grid is False else \
@@ -220,47 +239,56 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         x0, x1 = (float(v) for v in self.range)
         width = bounds.width()
         if not (x1 > x0 and width > 0):
-            return None
+            return []
         scale = width / (x1 - x0)
+        center = Qt.AlignmentFlag.AlignCenter
+        box = QRectF(0, 0, 100, 100)
+
         def label_px(fmt: str) -> float:   # room a label needs, with a gap either side
             sample = SAMPLE_LABELS.get(fmt, "00:00:00")
-            return p.boundingRect(QRectF(0, 0, 200, 100), Qt.AlignmentFlag.AlignCenter,
-                                  sample).width() * 1.6 + 8
+            return measurer.boundingRect(QRectF(0, 0, 200, 100), center,
+                                         sample).width() * 1.6 + 8
 
         levels = time_ticks(x0, x1, width, label_px)
-        top = bounds.top()
-        axis_spec = (self.pen(), QPointF(bounds.left() - 1, top + 1),
-                     QPointF(bounds.right() + 1, top + 1))
-        tick_specs, text_specs = [], []
+        top, left, right = bounds.top(), bounds.left(), bounds.right()
+        ops = self._line(self.pen(), QPointF(left - 1, top + 1), QPointF(right + 1, top + 1))
+        labels: list[tuple] = []
         tall = 0.0
-        text_offset = self.style["tickTextOffset"][1]
-        flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop \
-            | Qt.TextFlag.TextDontClip
+        text_top = top + self.style["tickTextOffset"][1]
+        font = self.style["tickFont"] or measurer.font()
+        line_top = tick_bounds.top()
         for level, (step, values) in enumerate(levels):
-            tick_length = self.style["tickLength"] / (level * 0.5 + 1.0)
+            tick_length = max(0.0, self.style["tickLength"] / (level * 0.5 + 1.0))
             alpha = 255 / (level + 2)   # as DateAxisItem: its coarser (day) level is first
             if self.grid is not False:
                 alpha *= self.grid / 255.0 * min(1.0, max(0.0, 0.05 * width / (len(values) + 1)))
-            pen = QPen(self.tickPen())
+            pen = self.tickPen()
             color = QColor(pen.color())
             color.setAlpha(int(alpha))
-            pen.setColor(color)
-            stop = top + max(0.0, tick_length)
+            color = self._opaque(color)
+            w = max(1.0, pen.widthF())
+            stop = top + tick_length
+            height = max(1.0, abs(stop - line_top))
+            y = min(line_top, stop)
             for v in values:
-                x = (v - x0) * scale + bounds.left()
-                tick_specs.append((pen, QPointF(x, tick_bounds.top()), QPointF(x, stop)))
+                x = (v - x0) * scale + left
+                ops.append((_FILL, QRectF(x - w / 2, y, w, height), color))
                 if level:
                     continue
                 text = tick_label(v, step)
-                br = p.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter, text)
-                h = br.height() * 0.8
-                rect = QRectF(x - br.width() / 2, top + max(0.0, tick_length) + text_offset,
-                              br.width(), h)
-                if bounds.contains(rect):
-                    text_specs.append((rect, flags, text))
-                    tall = max(tall, h)
+                br = measurer.boundingRect(box, center, text)
+                label_w, label_h = br.width(), br.height() * 0.8
+                if x - label_w / 2 < left or x + label_w / 2 > right \
+                        or text_top + tick_length + label_h > bounds.bottom():
+                    continue
+                static = self._static(text, font)
+                labels.append((_TEXT, QPointF(round(x - static.size().width() / 2),
+                                              round(text_top + tick_length)), static))
+                tall = max(tall, label_h)
         self._updateMaxTextSize(int(tall))
-        return axis_spec, tick_specs, text_specs
+        ops.append((_PEN, self.textPen()))
+        ops.append((_CLIP, self.boundingRect().toAlignedRect()))
+        return ops + labels
 
 
 def _over(color: QColor, background: QColor) -> QColor:

@@ -64,6 +64,7 @@ class MemoryBar(QWidget):
         self._greyed = False
         self._image: QImage | None = None     # the measured row, drawn before its shape
         self._line: np.ndarray | None = None
+        self._edges: np.ndarray | None = None  # right edge of each segment, px (pixel row)
         self._background: QColor | None = None
         self._laid_out: tuple | None = None   # (width, measured row, predicted row)
         self._label_font: QFont | None = None
@@ -148,11 +149,12 @@ class MemoryBar(QWidget):
         w = max(1, self.width())
         segments = self._segments
         free = QColor(c.free).rgba()
+        self._edges = None
         if self._total <= 0 or not segments:
             line = np.full(w, free, dtype=np.uint32)
         else:
             sizes = np.fromiter((seg.bytes for seg in segments), dtype=float, count=len(segments))
-            edges = np.cumsum(np.maximum(sizes, 0.0)) * (w / self._total)
+            edges = self._edges = np.cumsum(np.maximum(sizes, 0.0)) * (w / self._total)
             which = np.searchsorted(edges, np.arange(w) + 0.5, side="right")
             lost = QColor(c.lost).rgba()
             colors = [lost] * len(segments) if self._greyed else \
@@ -173,10 +175,8 @@ class MemoryBar(QWidget):
         row = QPainter(self._image)
         row.drawImage(QRectF(0, 0, self.width(), self.BAR_HEIGHT), self._pixel_row(c))
         solid = Qt.BrushStyle.SolidPattern
-        # only hatched or labelled segments need their rectangles (built once per change)
-        marked = any(seg.pattern != solid or seg.label for seg in self._segments)
         labelled = []
-        for rect, seg in self._rows()[0] if marked else []:
+        for rect, seg in self._marked(solid):
             if seg.pattern != solid:
                 color = QColor(c.lost) if self._greyed else seg.color
                 hatch = seg.hatch if seg.hatch is not None and not self._greyed \
@@ -208,6 +208,19 @@ class MemoryBar(QWidget):
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRoundedRect(full.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
         p.end()
+
+    def _marked(self, solid: Qt.BrushStyle) -> list[tuple[QRectF, Segment]]:
+        """The hatched or labelled segments of the measured row with their rectangles,
+        from the pixel row's edges: the others (a process each) need none."""
+        edges = self._edges
+        if edges is None:
+            return []
+        out = []
+        for i, seg in enumerate(self._segments):
+            if seg.pattern is not solid or seg.label:
+                left = float(edges[i - 1]) if i else 0.0
+                out.append((QRectF(left, 0.0, float(edges[i]) - left, self.BAR_HEIGHT), seg))
+        return out
 
     def _draw_labels(self, p: QPainter, labelled: list[tuple[QRectF, Segment]]) -> None:
         """Each label inside its segment, on a pill of the segment's colour, where it fits;
