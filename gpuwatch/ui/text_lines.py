@@ -21,6 +21,16 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from gpuwatch.ui import theme
 from gpuwatch.ui.memory_bar import Segment
 
+_COLORS: dict[str, QColor] = {}
+
+
+def _color(name: str) -> QColor:
+    """A run's colour by name, parsed once (a card paints dozens of runs a second)."""
+    color = _COLORS.get(name)
+    if color is None:
+        color = _COLORS[name] = QColor(name)
+    return color
+
 
 class Run(NamedTuple):
     """A piece of a line: text in a colour, optionally after a swatch of a segment."""
@@ -165,6 +175,8 @@ class TextLines(QWidget):
         width = float(self.width() - self._inset)
         shift = max(0.0, width - self._inset - self._natural) if self._align_right else 0.0
         shift += self._inset
+        font_bold: bool | None = None     # set the font and pen only when they change
+        pen: QColor | None = None
         for i, line in enumerate(self._placed):
             y = float(i * self._step)
             for x, advance, static, run in line:
@@ -179,8 +191,13 @@ class TextLines(QWidget):
                     p.fillRect(box, seg.color)
                     if seg.pattern != Qt.BrushStyle.SolidPattern:
                         p.fillRect(box, QBrush(seg.hatch or seg.color.darker(130), seg.pattern))
-                p.setFont(self._fonts[run.bold])
-                p.setPen(QColor(run.color) if run.color else default)
+                if run.bold != font_bold:
+                    font_bold = run.bold
+                    p.setFont(self._fonts[run.bold])
+                color = _color(run.color) if run.color else default
+                if color is not pen:
+                    pen = color
+                    p.setPen(color)
                 if x + advance <= width:
                     p.drawStaticText(QPointF(x, y), static)
                     continue
