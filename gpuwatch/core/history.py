@@ -76,6 +76,23 @@ class Ring:
         for arr, value in zip(self._arrays, values, strict=True):
             arr[at] = np.nan if value is None else value
 
+    def append_pair(self, first: float, second: float | None) -> None:
+        """``append_values`` for a two-column ring (a process's time and memory), the
+        per-process cost of every sample: no tuple, no loop."""
+        size = self._size
+        if self._len == size and size < self.capacity:
+            self._grow()
+            size = self._size
+        if self._len < size:
+            at = (self._start + self._len) % size
+            self._len += 1
+        else:
+            at = self._start
+            self._start = (at + 1) % size
+        a, b = self._arrays
+        a[at] = first
+        b[at] = np.nan if second is None else second
+
     def append(self, row: Mapping[str, float | None]) -> None:
         self.append_values([row.get(name) for name in self._names])
 
@@ -198,7 +215,7 @@ class History:
                                                           initial=64)
                 else:
                     self.processes.move_to_end(key)
-                pring.append_values((t, p.used_bytes))
+                pring.append_pair(t, p.used_bytes)
         while len(self.processes) > self.max_processes:
             self.processes.popitem(last=False)
         self.latest = snapshot

@@ -46,7 +46,8 @@ class GpuCard(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._name = f"GPU {index}"
         self._order: dict[int, int] = {}      # pid -> first-seen rank, so segments don't jump
-        self._segment_names: dict[int, tuple[str | None, str]] = {}   # pid -> (name, tooltip head)
+        # pid -> (name, tooltip head, colour) of its bar segment
+        self._segment_names: dict[int, tuple[str | None, str, QColor]] = {}
         self.state = GpuState.OK
         self.height_changed = False   # the budget line came or went: the view may re-fit
         self._total_bytes: int | None = None
@@ -176,32 +177,13 @@ class GpuCard(QFrame):
             live = {p.pid for p in g.processes}
             self._order = order = {pid: r for pid, r in order.items() if pid in live}
             self._segment_names = {k: v for k, v in self._segment_names.items() if k in live}
-        for p in g.processes:
-            if p.pid not in order:
-                order[p.pid] = len(order)
-        procs = sorted(g.processes, key=lambda p: order[p.pid])
-        segments: list[Segment] = []
-        listed = 0
-        overlay_start = 0.0
+        procs = sorted(g.processes, key=lambda p: order.setdefault(p.pid, len(order)))
         self._splits = {}
-        probes, color_of, names = self.probes, theme.process_color, self._segment_names
         overlay_pid = None if overlay is None else overlay.pid
-        for p in procs:
-            size = p.used_bytes or 0
-            if p.pid == overlay_pid:
-                overlay_start = float(listed)
-            listed += size
-            report = probes.get(p.pid) if probes else None
-            split = None if report is None else probe_split(p.used_bytes, report)
-            if split is not None:
-                parts = self._splits[p.pid] = split_segments(_proc_name(p), p.pid, split,
-                                                             units)
-                segments.extend(parts)
-                continue
-            named = names.get(p.pid)
-            if named is None or named[0] != p.name:
-                named = names[p.pid] = (p.name, f"{_proc_name(p)} (pid {p.pid})")
-            segments.append(Segment(size, color_of(p.pid), named[1], units=units))
+        if self.probes:
+            segments, listed, overlay_start = self._probed_segments(procs, overlay_pid, units)
+        else:
+            segments, listed, overlay_start = self._process_segments(procs, overlay_pid, units)
         other = max(0, (m.used_bytes or 0) - listed)
         if other:
             segments.append(Segment(other, QColor(c.other),
@@ -241,6 +223,48 @@ class GpuCard(QFrame):
             if self._splits else None
         self._show_probe(shown, overlay, units)
         self._show_budget(overlay, units)
+
+    def _process_segments(self, procs: list[ProcessSample], overlay_pid: int | None,
+                          units: UnitSystem) -> tuple[list[Segment], float, float]:
+        """(a segment per process, bytes they hold, where the overlaid one starts), for a
+        card with no probed process: the common case, every sample, up to 64 a card, so
+        each segment is a tuple made from its pid's remembered colour and name."""
+        known = self._segment_names
+        make, solid = tuple.__new__, Qt.BrushStyle.SolidPattern
+        segments = []
+        listed = 0
+        overlay_start = 0.0
+        for p in procs:
+            size = p.used_bytes or 0
+            if p.pid == overlay_pid:
+                overlay_start = float(listed)
+            listed += size
+            named = known.get(p.pid)
+            if named is None or named[0] != p.name:
+                named = known[p.pid] = (p.name, f"{_proc_name(p)} (pid {p.pid})",
+                                        theme.process_color(p.pid))
+            segments.append(make(Segment, (size, named[2], named[1], solid, "", None, units)))
+        return segments, listed, overlay_start
+
+    def _probed_segments(self, procs: list[ProcessSample], overlay_pid: int | None,
+                         units: UnitSystem) -> tuple[list[Segment], float, float]:
+        """As ``_process_segments``, with a probed process split into its three parts."""
+        segments: list[Segment] = []
+        listed = 0
+        overlay_start = 0.0
+        for p in procs:
+            if p.pid == overlay_pid:
+                overlay_start = float(listed)
+            listed += p.used_bytes or 0
+            report = self.probes.get(p.pid)
+            split = None if report is None else probe_split(p.used_bytes, report)
+            if split is None:
+                segments += self._process_segments([p], None, units)[0]
+            else:
+                parts = self._splits[p.pid] = split_segments(_proc_name(p), p.pid, split,
+                                                             units)
+                segments += parts
+        return segments, listed, overlay_start
 
     def _show_probe(self, p: ProcessSample | None, overlay: Overlay | None,
                     units: UnitSystem) -> None:

@@ -96,3 +96,17 @@ def test_rows_since_are_read_only_views():
     with pytest.raises(ValueError):
         got[0] = 99.0
     assert ring.column("v").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_append_pair_is_append_values_for_two_columns():
+    paired = Ring(16, {"timestamp_s": np.float64, "used_bytes": np.float64}, initial=2)
+    general = Ring(16, {"timestamp_s": np.float64, "used_bytes": np.float64}, initial=2)
+    for i in range(40):                                  # grows, then wraps around
+        used = None if i % 7 == 3 else float(i * 10)
+        paired.append_pair(float(i), used)
+        general.append_values((float(i), used))
+        for name in ("timestamp_s", "used_bytes"):
+            np.testing.assert_array_equal(paired.column(name), general.column(name))
+    kept = paired.column("timestamp_s").astype(int)
+    assert len(paired) == 16
+    assert np.isnan(paired.column("used_bytes")).tolist() == [t % 7 == 3 for t in kept]

@@ -10,6 +10,8 @@ looser while the hint is open, so it does not flap.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpuwatch.advisor.context import Finding, RuleContext, finite, format_growth
@@ -45,10 +47,15 @@ def _grower(ctx: RuleContext, gpu: GpuSample) -> tuple[int, str | None, float] |
     best = None
     for p in gpu.processes:
         used = ctx.process_window(gpu.index, p.pid, ctx.settings.trend_window_s)["used_bytes"]
-        used = used[~np.isnan(used)]
         if used.size < 2:
             continue
-        growth = float(used[-1] - used[0])
+        first, last = float(used[0]), float(used[-1])
+        if math.isnan(first) or math.isnan(last):    # unknown at an end: the known ones
+            used = used[~np.isnan(used)]
+            if used.size < 2:
+                continue
+            first, last = float(used[0]), float(used[-1])
+        growth = last - first
         if growth > 0 and (best is None or growth > best[2]):
             best = (p.pid, p.name, growth)
     return best
