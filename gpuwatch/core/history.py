@@ -136,13 +136,13 @@ class Ring:
         start, n, size = self._start, self._len, self._size
         newer = start + n - size          # rows that wrapped to the front of the buffer
         if newer > 0 and ts[0] <= since_s:
-            first = int(np.searchsorted(ts[:newer], since_s, side="left"))
+            first = int(ts[:newer].searchsorted(since_s, side="left"))
             parts: tuple[slice, ...] = (slice(first, newer),)
         elif newer > 0:
-            first = start + int(np.searchsorted(ts[start:], since_s, side="left"))
+            first = start + int(ts[start:].searchsorted(since_s, side="left"))
             parts = (slice(first, size), slice(0, newer))
         else:
-            first = start + int(np.searchsorted(ts[start:start + n], since_s, side="left"))
+            first = start + int(ts[start:start + n].searchsorted(since_s, side="left"))
             parts = (slice(first, start + n),)
         out = {}
         for name in names:

@@ -127,9 +127,9 @@ class ProcessPanel(QWidget):
                                          label="predicted peak",
                                          labelOpts={"position": 0.05,
                                                     "color": theme.UNEXPLAINED_COLOR})
-        self.peak_line.hide()
         self.detail_plot.addItem(self.peak_line)
-        cache_text_items(self.detail_plot)
+        cache_text_items(self.detail_plot)        # the line's label too, while it is in
+        self._show_peak(None)
 
         self.copy_action = QAction("Copy command line", self)
         self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
@@ -234,7 +234,7 @@ class ProcessPanel(QWidget):
             self.detail_title.set(NO_SELECTION)
             self.detail_curve.setData([], [])
             self.alloc_curve.setData([], [])
-            self.peak_line.hide()
+            self._show_peak(None)
             if self.history.latest is not None:
                 now = self.history.latest.timestamp_s
                 self.detail_plot.setXRange(now - self.window_s, now, padding=0)
@@ -274,16 +274,28 @@ class ProcessPanel(QWidget):
         if snap is not None:
             self.detail_plot.setXRange(snap.timestamp_s - self.window_s, snap.timestamp_s,
                                        padding=0)
+        self._show_peak(None if budget is None else budget / scale)
         if budget is not None:
-            self.peak_line.setPos(budget / scale)
-            self.peak_line.show()
             shown.append(np.array([budget / scale]))
-        else:
-            self.peak_line.hide()
         y_range = self._y_range.fit(*bounds(*shown))
         if y_range is not None:
             self.detail_plot.setYRange(*y_range, padding=0)
         settle(self.detail_plot)
+
+    def _show_peak(self, value: float | None) -> None:
+        """The predicted-peak line at ``value``, or out of the plot: a line in the plot
+        moves its label on every change of the view (each second), shown or not."""
+        line = self.peak_line
+        attached = line.scene() is not None
+        if value is None:
+            if attached:
+                self.detail_plot.removeItem(line)
+            line.hide()
+            return
+        line.setPos(value)
+        if not attached:
+            self.detail_plot.addItem(line)
+        line.show()
 
     def _style_detail(self, unit_name: str, pid: int) -> None:
         """Axis label and pens, set only when they change: pyqtgraph re-lays out an axis

@@ -54,3 +54,14 @@ def test_a_spike_barely_moves_the_slope() -> None:
     trend = theil_sen(np.arange(30.0), y)
     assert trend is not None and trend.slope == pytest.approx(0.1, rel=0.05)
     assert trend.at(29.0) == pytest.approx(7.9, rel=0.01)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 10, 101, 1770])
+def test_median_is_numpys(n: int) -> None:
+    from gpuwatch.advisor.trend import _median
+
+    a = np.random.default_rng(n).normal(size=n)
+    assert _median(a) == float(np.median(a))
+    a[n // 2] = np.nan
+    assert np.isnan(_median(a))
+    assert np.isnan(_median(np.empty(0)))

@@ -38,6 +38,8 @@ def test_linking_draws_the_overlay_with_the_right_numbers(make_window, scenario)
     line = window.processes.peak_line
     assert line.isVisible()
     assert abs(line.value() - prediction.total_bytes / 2**30) < 1e-6
+    window.unlink_process(KEY)
+    assert not line.isVisible() and line.scene() is None    # out of the plot, not just hidden
 
 
 def test_links_are_remembered_per_command_line(make_window, scenario, settings_path) -> None:
