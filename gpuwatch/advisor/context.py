@@ -98,11 +98,12 @@ class RuleContext:
         return self._cache[key]
 
     def process_peak(self, gpu_index: int, pid: int, span_s: float) -> float | None:
-        used = self.process_window(gpu_index, pid, span_s)["used_bytes"]
-        if used.size == 0:
-            return None
-        peak = float(np.fmax.reduce(used))     # NaN (unknown) only where every value is
-        return None if math.isnan(peak) else peak
+        key = ("process", gpu_index, pid, span_s)
+        window = self._cache.get(key)
+        if window is not None:                   # read already by another rule
+            return Ring.peak_of(window["used_bytes"])
+        ring = self.history.process(gpu_index, pid)
+        return None if ring is None else ring.peak_since("used_bytes", self.now_s - span_s)
 
     def limit_bytes(self, gpu: GpuSample) -> float | None:
         """What can be used before allocations fail: total − reserved − a safety margin."""

@@ -126,6 +126,19 @@ class Ring:
             return arr[first : first + n].copy()
         return np.concatenate([arr[first:], arr[: (first + n) % self._size]])
 
+    def peak_since(self, name: str, since_s: float) -> float | None:
+        """The largest known value of ``name`` in the rows with ``timestamp_s >=
+        since_s``; None when there is none (no rows, or only unknown values)."""
+        return self.peak_of(self.since(since_s, (name,))[name])
+
+    @staticmethod
+    def peak_of(values: np.ndarray) -> float | None:
+        """The largest known value; None when there is none."""
+        if values.size == 0:
+            return None
+        peak = float(np.fmax.reduce(values))     # NaN (unknown) only where every value is
+        return None if peak != peak else peak
+
     def since(self, since_s: float, names: Sequence[str]) -> dict[str, np.ndarray]:
         """The rows with ``timestamp_s >= since_s`` (timestamps ascending), oldest first,
         as read-only views of the ring where those rows lie in one piece (a copy where

@@ -110,3 +110,16 @@ def test_append_pair_is_append_values_for_two_columns():
     kept = paired.column("timestamp_s").astype(int)
     assert len(paired) == 16
     assert np.isnan(paired.column("used_bytes")).tolist() == [t % 7 == 3 for t in kept]
+
+
+def test_peak_since_ignores_unknown_values():
+    ring = Ring(8, {"timestamp_s": np.float64, "used_bytes": np.float64})
+    assert ring.peak_since("used_bytes", 0.0) is None              # no rows
+    for i, used in enumerate([5.0, None, 9.0, None, 3.0]):
+        ring.append_pair(float(i), used)
+    assert ring.peak_since("used_bytes", 0.0) == 9.0
+    assert ring.peak_since("used_bytes", 3.0) == 3.0
+    assert ring.peak_since("used_bytes", 2.5) == 3.0
+    assert ring.peak_since("used_bytes", 5.0) is None              # no rows that late
+    ring.append_pair(5.0, None)
+    assert ring.peak_since("used_bytes", 4.5) is None              # only unknown
