@@ -62,7 +62,7 @@ class MemoryBar(QWidget):
         self._prediction: list[Segment] = []
         self._prediction_start = 0.0
         self._greyed = False
-        self._image: QImage | None = None     # the measured row, drawn before its shape
+        self._frame: tuple[tuple, QImage] | None = None   # (size and colours, the frame)
         self._line: np.ndarray | None = None
         self._edges: np.ndarray | None = None  # right edge of each segment, px (pixel row)
         self._background: QColor | None = None
@@ -165,15 +165,18 @@ class MemoryBar(QWidget):
 
     def paintEvent(self, event: object) -> None:
         c = theme.colors()
-        full = QRectF(0, 0, self.width(), self.BAR_HEIGHT)
-        predicted = self._rows()[1] if self._prediction else []
-        # The measured row is drawn into an image, then the image fills the rounded shape
-        # (an anti-aliased clip path instead made every fill go through its mask).
-        if self._image is None or self._image.width() != self.width():
-            self._image = QImage(max(1, self.width()), self.BAR_HEIGHT,
-                                 QImage.Format.Format_ARGB32_Premultiplied)
-        row = QPainter(self._image)
-        row.drawImage(QRectF(0, 0, self.width(), self.BAR_HEIGHT), self._pixel_row(c))
+        w = self.width()
+        full = QRectF(0, 0, w, self.BAR_HEIGHT)
+        background = self._background or self.palette().color(self.backgroundRole())
+        p = QPainter(self)
+        if self.height() > self.BAR_HEIGHT:       # the predicted row's strip
+            p.fillRect(QRectF(0, self.BAR_HEIGHT, w, self.height() - self.BAR_HEIGHT),
+                       background)
+        # The measured row: one pixel high, stretched over the bar, then the hatches and
+        # labels, then the rounded frame on top (the corners in the card's colour and the
+        # border, drawn once per size): blits where an anti-aliased fill of the rounded
+        # shape and a stroke of its border were most of the bar's cost.
+        p.drawImage(full, self._pixel_row(c))
         solid = Qt.BrushStyle.SolidPattern
         labelled = []
         for rect, seg in self._marked(solid):
@@ -181,33 +184,45 @@ class MemoryBar(QWidget):
                 color = QColor(c.lost) if self._greyed else seg.color
                 hatch = seg.hatch if seg.hatch is not None and not self._greyed \
                     else color.darker(130)
-                row.fillRect(rect, QBrush(hatch, seg.pattern))
+                p.fillRect(rect, QBrush(hatch, seg.pattern))
             if seg.label:
                 labelled.append((rect, seg))
-        if labelled and not self._greyed:
-            row.setRenderHint(QPainter.RenderHint.Antialiasing)
-            row.setPen(Qt.PenStyle.NoPen)
-            row.setFont(self.font())
-            self._draw_labels(row, labelled)
-        row.end()
-        p = QPainter(self)
-        if self._background is not None:
-            p.fillRect(self.rect(), self._background)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(QBrush(self._image))
-        p.drawRoundedRect(full, 4, 4)
-        p.setBrush(Qt.BrushStyle.NoBrush)
-        for rect, seg in predicted:
+        if labelled and not self._greyed:
+            p.setFont(self.font())
+            self._draw_labels(p, labelled)
+        p.drawImage(0, 0, self._frame_image(w, background, QColor(c.card_border)))
+        for rect, seg in self._rows()[1] if self._prediction else []:
             path = QPainterPath()
             path.addRoundedRect(rect, 2, 2)
             p.fillPath(path, seg.color)
             if seg.pattern != Qt.BrushStyle.SolidPattern:
                 p.fillPath(path, QBrush(QColor(c.card), seg.pattern))
-        p.setPen(QPen(QColor(c.card_border), 1))
-        p.setBrush(Qt.BrushStyle.NoBrush)
-        p.drawRoundedRect(full.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
         p.end()
+
+    def _frame_image(self, width: int, background: QColor, border: QColor) -> QImage:
+        """The bar's rounded frame: ``background`` outside the rounded shape, clear inside,
+        and the border; made again only when the width or a colour changes."""
+        key = (width, background.rgba(), border.rgba())
+        if self._frame is None or self._frame[0] != key:
+            full = QRectF(0, 0, width, self.BAR_HEIGHT)
+            image = QImage(max(1, width), self.BAR_HEIGHT,
+                           QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(background)
+            q = QPainter(image)
+            q.setRenderHint(QPainter.RenderHint.Antialiasing)
+            q.setCompositionMode(QPainter.CompositionMode.CompositionMode_Clear)
+            q.setPen(Qt.PenStyle.NoPen)
+            q.setBrush(QColor(0, 0, 0))
+            q.drawRoundedRect(full, 4, 4)
+            q.setCompositionMode(QPainter.CompositionMode.CompositionMode_SourceOver)
+            q.setBrush(Qt.BrushStyle.NoBrush)
+            q.setPen(QPen(border, 1))
+            q.drawRoundedRect(full.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+            q.end()
+            self._frame = (key, image)
+        return self._frame[1]
 
     def _marked(self, solid: Qt.BrushStyle) -> list[tuple[QRectF, Segment]]:
         """The hatched or labelled segments of the measured row with their rectangles,
