@@ -70,30 +70,38 @@ def scenario(gpus: int, per_gpu: int) -> dict:
     }
 
 
-def prefill_day(window, snap) -> None:
-    """24 h of 1 Hz rows per GPU appended straight to the rings (sampling a day of 512
-    processes would take many minutes), plus a day for the selected process."""
+def prefill_gpus(window, snap, seconds: int, rng) -> None:
+    """``seconds`` of 1 Hz rows per GPU, ending at ``snap``, loaded straight into the
+    window's rings (sampling a day of 512 processes would take many minutes): a slow
+    sine of memory with noise, and noisy bandwidth."""
     import numpy as np
 
-    from gpuwatch.core.history import GPU_COLUMNS, PROCESS_COLUMNS, Ring
+    from gpuwatch.core.history import GPU_COLUMNS, Ring
 
-    t = snap.timestamp_s - DAY + np.arange(DAY, dtype=np.float64)
-    rng = np.random.default_rng(0)
+    t = snap.timestamp_s - seconds + np.arange(seconds, dtype=np.float64)
     for g in snap.gpus:
-        cols = {name: np.full(DAY, np.nan) for name in GPU_COLUMNS}
+        cols = {name: np.full(seconds, np.nan) for name in GPU_COLUMNS}
         cols["timestamp_s"] = t
         cols["total_bytes"][:] = g.memory.total_bytes
-        cols["used_bytes"] = 40e9 + 20e9 * np.sin(t / 900) + rng.normal(0, 1e9, DAY)
-        cols["estimated_bandwidth_bytes_per_s"] = 1e12 + rng.normal(0, 1e11, DAY)
+        cols["used_bytes"] = 40e9 + 20e9 * np.sin(t / 900) + rng.normal(0, 1e9, seconds)
+        cols["estimated_bandwidth_bytes_per_s"] = 1e12 + rng.normal(0, 1e11, seconds)
         ring = Ring(DAY, GPU_COLUMNS)
-        for row in zip(*(cols[name].tolist() for name in GPU_COLUMNS), strict=True):
-            ring.append_values(row)
+        ring.load_columns(cols)
         window.history.gpus[g.index] = ring
+
+
+def prefill_day(window, snap) -> None:
+    """24 h of 1 Hz rows per GPU, plus a day for the selected process."""
+    import numpy as np
+
+    from gpuwatch.core.history import PROCESS_COLUMNS, Ring
+
+    rng = np.random.default_rng(0)
+    prefill_gpus(window, snap, DAY, rng)
+    t = snap.timestamp_s - DAY + np.arange(DAY, dtype=np.float64)
     p = snap.processes[0]
     ring = Ring(DAY, PROCESS_COLUMNS)
-    used = (5e8 + rng.normal(0, 1e8, DAY)).tolist()
-    for row in zip(t.tolist(), used, strict=True):
-        ring.append_values(row)
+    ring.load_columns({"timestamp_s": t, "used_bytes": 5e8 + rng.normal(0, 1e8, DAY)})
     window.history.processes[(p.gpu_index, p.pid)] = ring
 
 

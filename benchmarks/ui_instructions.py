@@ -44,7 +44,6 @@ import numpy as np
 import ui as bench
 from PySide6.QtWidgets import QApplication
 import gpuwatch.ui  # noqa: F401 - the refcount guard
-from gpuwatch.core.history import GPU_COLUMNS, Ring
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.clock import SteppedClock
 from gpuwatch.telemetry.nvml import NvmlBackend
@@ -65,17 +64,7 @@ backend = NvmlBackend(lib, host=ScenarioHost(lib, clock), clock=clock,
 window = MainWindow(Settings(os.path.join(tempfile.mkdtemp(), "bench.ini")))
 window.resize(1600, 1000)
 first = backend.sample()
-t = first.timestamp_s - history_s + np.arange(history_s, dtype=np.float64)
-rng = np.random.default_rng(0)
-for g in first.gpus:
-    cols = {name: np.full(history_s, np.nan) for name in GPU_COLUMNS}
-    cols["timestamp_s"] = t
-    cols["total_bytes"][:] = g.memory.total_bytes
-    cols["used_bytes"] = 40e9 + 20e9 * np.sin(t / 900) + rng.normal(0, 1e9, history_s)
-    cols["estimated_bandwidth_bytes_per_s"] = 1e12 + rng.normal(0, 1e11, history_s)
-    ring = Ring(bench.DAY, GPU_COLUMNS)
-    ring.load_columns(cols)
-    window.history.gpus[g.index] = ring
+bench.prefill_gpus(window, first, history_s, np.random.default_rng(0))
 window.on_snapshot(first)
 window.show()
 window.processes.select((first.processes[0].gpu_index, first.processes[0].pid))
