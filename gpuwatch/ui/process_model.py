@@ -192,6 +192,28 @@ class ProcessModel(QAbstractTableModel):
         wanted = [k for k, p in self._samples.items() if self._accepts(p)] if self._filter \
             else list(self._samples)
         wanted_set = set(wanted)
+        if wanted_set == set(self._keys):            # the same processes: nothing to add
+            removed = False
+            new: list[Key] = []
+        else:
+            removed, new = self._remove_and_append(wanted, wanted_set)
+        # reorder; then the cells that changed, or everything
+        if new or removed:
+            self._resort()
+            self._changed_all()
+            return
+        if self._resort(quietly=True):
+            self._changed_all()   # the same rows in another order: repaint them all
+            return
+        if old is None:
+            self._changed_all()
+        else:
+            self._changed_cells(old, old_now_s)
+
+    def _remove_and_append(self, wanted: list[Key],
+                           wanted_set: set[Key]) -> tuple[bool, list[Key]]:
+        """Rows of vanished processes out, rows of new ones in at the end: (any removed,
+        the new keys)."""
         # 1. remove vanished rows, in contiguous runs from the bottom up
         removed = False
         row = len(self._keys) - 1
@@ -214,18 +236,7 @@ class ProcessModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
             self._keys.extend(new)
             self.endInsertRows()
-        # 3. reorder; then the cells that changed, or everything
-        if new or removed:
-            self._resort()
-            self._changed_all()
-            return
-        if self._resort(quietly=True):
-            self._changed_all()   # the same rows in another order: repaint them all
-            return
-        if old is None:
-            self._changed_all()
-        else:
-            self._changed_cells(old, old_now_s)
+        return removed, new
 
     def _changed_cells(self, old: dict[Key, ProcessSample], old_now_s: float) -> None:
         """One dataChanged per column and run of changed rows (at most ``RUN`` long)."""
@@ -272,10 +283,10 @@ class ProcessModel(QAbstractTableModel):
         row heights, no spans, no hidden rows), so moving the indexes and repainting the
         rows is all a re-sort needs. The selection is one row (``SingleSelection``), so
         its range moves with its persistent corners."""
-        key_fn = self._sort_key(self._sort_column)
-        reverse = self._sort_order == Qt.SortOrder.DescendingOrder
-        ordered = sorted(self._keys, key=lambda k: (key_fn(self._samples[k], k), k),
-                         reverse=reverse)
+        key_fn, samples = self._sort_key(self._sort_column), self._samples
+        decorated = [(key_fn(samples[k], k), k) for k in self._keys]
+        decorated.sort(reverse=self._sort_order == Qt.SortOrder.DescendingOrder)
+        ordered = [k for _, k in decorated]
         if ordered == self._keys:
             return False
         if not quietly:
