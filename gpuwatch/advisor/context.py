@@ -89,7 +89,7 @@ class RuleContext:
         return self._cache[key]
 
     def process_window(self, gpu_index: int, pid: int, span_s: float) -> dict[str, np.ndarray]:
-        key = ("process", gpu_index, pid, span_s)
+        key = _process_key(gpu_index, pid, span_s)
         if key not in self._cache:
             ring = self.history.process(gpu_index, pid)
             self._cache[key] = ({"timestamp_s": np.empty(0), "used_bytes": np.empty(0)}
@@ -98,8 +98,7 @@ class RuleContext:
         return self._cache[key]
 
     def process_peak(self, gpu_index: int, pid: int, span_s: float) -> float | None:
-        key = ("process", gpu_index, pid, span_s)
-        window = self._cache.get(key)
+        window = self._cache.get(_process_key(gpu_index, pid, span_s))
         if window is not None:                   # read already by another rule
             return Ring.peak_of(window["used_bytes"])
         ring = self.history.process(gpu_index, pid)
@@ -121,6 +120,11 @@ class RuleContext:
             return max(0.0, float(used - mine))
         known = [p.used_bytes for p in gpu.processes if p.pid != pid and p.used_bytes is not None]
         return float(sum(known)) if known or used is not None else None
+
+
+def _process_key(gpu_index: int, pid: int, span_s: float) -> tuple:
+    """A process window's key in ``RuleContext``'s per-evaluation cache."""
+    return ("process", gpu_index, pid, span_s)
 
 
 def process_of(gpu: GpuSample, pid: int) -> ProcessSample | None:
