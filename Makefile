@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: run demo test lint bench clean system-deps system-deps-test
+.PHONY: run demo test test-floor lint bench clean system-deps system-deps-test
 
 run: system-deps $(STAMP)
 	$(BIN)/gpuwatch
@@ -15,6 +15,14 @@ demo: system-deps $(STAMP)
 test: system-deps-test $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 	$(BIN)/ruff check gpuwatch tests benchmarks
+
+# The suite again with every dependency at the lowest version pyproject.toml allows.
+FLOOR_VENV ?= .venv-floor
+test-floor: system-deps-test
+	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(PYTHON) scripts/floor_constraints.py > $(FLOOR_VENV)/constraints.txt
+	$(FLOOR_VENV)/bin/python -m pip install -q -c $(FLOOR_VENV)/constraints.txt -e '.[dev]'
+	QT_QPA_PLATFORM=offscreen $(FLOOR_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuwatch tests benchmarks
@@ -35,4 +43,4 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info
+	rm -rf $(VENV) $(FLOOR_VENV) .pytest_cache .ruff_cache build dist *.egg-info

@@ -12,12 +12,15 @@ from typing import Any
 import pynvml
 
 from gpuwatch.core.snapshot import MemoryInfo
+from gpuwatch.telemetry.nvml import codes
 from gpuwatch.telemetry.nvml.translate import EMPTY_MEMORY, LOST_CODES, GpuLost, optional
 from gpuwatch.telemetry.pcie import PcieReading
 
-_NO_V2 = frozenset({pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_NOT_SUPPORTED,
-                    pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH})
-_UNKNOWN_MEMORY = 2**64 - 1          # NVML_VALUE_NOT_AVAILABLE for per-process memory
+_NO_V2 = frozenset({codes.FUNCTION_NOT_FOUND, codes.NOT_SUPPORTED,
+                    codes.ARGUMENT_VERSION_MISMATCH})
+# NVML_VALUE_NOT_AVAILABLE (2**64 - 1) marks unknown per-process memory; nothing at or
+# above 2**63 bytes is a real figure (nor storable as SQLite's signed 64-bit integer).
+_UNKNOWN_MEMORY = 2**63
 _ALL_LINKS = 0xFFFFFFFF              # NVLink throughput fields: this scope sums every link
 _NVLINK_TX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
 _NVLINK_RX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
@@ -49,7 +52,8 @@ def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
     if dev.memory_v2:
         try:
             m = lib.nvmlDeviceGetMemoryInfo(h, version=lib.nvmlMemory_v2)
-            return MemoryInfo(m.total or None, m.used, m.free, m.reserved), None
+            return MemoryInfo(_real(m.total) or None, _real(m.used), _real(m.free),
+                              _real(m.reserved)), None
         except pynvml.NVMLError as exc:
             if exc.value in LOST_CODES:
                 raise GpuLost(str(exc)) from None
@@ -60,11 +64,16 @@ def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
     except pynvml.NVMLError as exc:
         if exc.value in LOST_CODES:
             raise GpuLost(str(exc)) from None
-        if exc.value == pynvml.NVML_ERROR_NOT_SUPPORTED:   # unified memory (Grace, GB10)
+        if exc.value == codes.NOT_SUPPORTED:   # unified memory (Grace, GB10)
             return EMPTY_MEMORY, None
         return EMPTY_MEMORY, f"memory could not be read: {exc}"
     dev.memory_v2 = False   # v2 failed where v1 works: an older driver (reserved in used)
-    return MemoryInfo(m.total or None, m.used, m.free, None), None
+    return MemoryInfo(_real(m.total) or None, _real(m.used), _real(m.free), None), None
+
+
+def _real(value: int | None) -> int | None:
+    """A byte count from the driver, or None where it cannot be one."""
+    return None if value is None or not 0 <= value < _UNKNOWN_MEMORY else value
 
 
 def read_pcie(lib: Any, dev: Device) -> PcieReading | None:
@@ -146,7 +155,7 @@ class ProcessLists:
     def _list(self, kind: str, handle: Any) -> list | None:
         try:
             return self._calls[kind](handle)
-        except pynvml.NVMLLibraryMismatchError:
+        except codes.LIBRARY_MISMATCH:
             fallback = getattr(self._lib, f"nvmlDeviceGet{kind.title()}RunningProcesses_v2")
             self._calls[kind] = fallback
             return optional(fallback, handle)

@@ -7,17 +7,17 @@ from typing import Any
 import pynvml
 
 from gpuwatch.core.snapshot import MemoryInfo
+from gpuwatch.telemetry.nvml import codes
 
-LOST_CODES = frozenset({pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_GPU_NOT_FOUND,
-                        pynvml.NVML_ERROR_RESET_REQUIRED})
+LOST_CODES = frozenset({codes.GPU_IS_LOST, codes.GPU_NOT_FOUND, codes.RESET_REQUIRED})
 INIT_FAILURES = {
-    pynvml.NVML_ERROR_LIBRARY_NOT_FOUND:
+    codes.LIBRARY_NOT_FOUND:
         "No NVIDIA driver found: the NVML library (libnvidia-ml.so.1) is not installed.",
-    pynvml.NVML_ERROR_DRIVER_NOT_LOADED: "The NVIDIA kernel driver is not loaded.",
-    pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+    codes.DRIVER_NOT_LOADED: "The NVIDIA kernel driver is not loaded.",
+    codes.LIB_RM_VERSION_MISMATCH:
         "The NVIDIA driver and its NVML library are different versions "
         "(reboot after a driver update).",
-    pynvml.NVML_ERROR_NO_PERMISSION: "No permission to use NVML (check /dev/nvidia* access).",
+    codes.NO_PERMISSION: "No permission to use NVML (check /dev/nvidia* access).",
 }
 EMPTY_MEMORY = MemoryInfo(None, None, None, None)
 
@@ -34,7 +34,7 @@ def optional(fn: Any, *args: Any) -> Any:
         if exc.value in LOST_CODES:
             raise GpuLost(str(exc)) from None
         return None
-    except pynvml.NVMLLibraryMismatchError:
+    except codes.LIBRARY_MISMATCH:
         return None
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pynvml
 
 from gpuwatch.telemetry.clock import Clock
+from gpuwatch.telemetry.nvml import codes
 from gpuwatch.telemetry.sim.scenario import Scenario, ScenarioGpu, ScenarioProcess
 
 _IDLE_MEMORY_CLOCK_MHZ = 405
@@ -79,12 +80,12 @@ class SimulatedNvml(types.ModuleType):
             if fault.active(call, gpu, t):
                 raise pynvml.NVMLError(fault.code)
         if needs_init and not self._initialised:
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
+            raise pynvml.NVMLError(codes.UNINITIALIZED)
         return t
 
     def _gpu(self, handle: object) -> int:
         if not isinstance(handle, SimHandle) or not 0 <= handle.index < len(self.scenario.gpus):
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            raise pynvml.NVMLError(codes.INVALID_ARGUMENT)
         return handle.index
 
     def _state(self, gpu: int, t: float) -> _GpuState:
@@ -155,7 +156,7 @@ class SimulatedNvml(types.ModuleType):
     def nvmlDeviceGetHandleByIndex(self, index: int) -> SimHandle:
         if not 0 <= index < len(self.scenario.gpus):
             self._enter("nvmlDeviceGetHandleByIndex", None)
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            raise pynvml.NVMLError(codes.INVALID_ARGUMENT)
         self._enter("nvmlDeviceGetHandleByIndex", index)
         return SimHandle(index)
 
@@ -179,14 +180,14 @@ class SimulatedNvml(types.ModuleType):
     def nvmlDeviceGetMemoryBusWidth(self, handle: object) -> int:
         spec = self._spec("nvmlDeviceGetMemoryBusWidth", handle)[1]
         if spec.memory_bus_width_bits is None:
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            raise pynvml.NVMLError(codes.NOT_SUPPORTED)
         return spec.memory_bus_width_bits
 
     def nvmlDeviceGetMaxClockInfo(self, handle: object, clock_type: int) -> int:
         spec = self._spec("nvmlDeviceGetMaxClockInfo", handle)[1]
         if clock_type == pynvml.NVML_CLOCK_MEM:
             if spec.max_memory_clock_mhz is None:
-                raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+                raise pynvml.NVMLError(codes.NOT_SUPPORTED)
             return spec.max_memory_clock_mhz
         return _DEFAULT_MAX_GRAPHICS_CLOCK_MHZ
 
@@ -205,7 +206,7 @@ class SimulatedNvml(types.ModuleType):
         total, reserved = spec.memory_total_bytes, spec.memory_reserved_bytes
         if version:
             if not self.scenario.memory_info_v2:
-                raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+                raise pynvml.NVMLError(codes.FUNCTION_NOT_FOUND)
             mem = pynvml.c_nvmlMemory_v2_t()
             mem.version = version
             mem.total, mem.reserved, mem.used = total, reserved, state.used_bytes
@@ -269,7 +270,7 @@ class SimulatedNvml(types.ModuleType):
             elif field_id in (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
                               pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX):
                 if spec.nvlink_links == 0:
-                    v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                    v.nvmlReturn = codes.NOT_SUPPORTED
                 elif scope == _ALL_LINKS and self.nvlink_aggregate:
                     v.nvmlReturn = pynvml.NVML_SUCCESS
                     v.value.ullVal = int(cumulative_kib)
@@ -277,9 +278,9 @@ class SimulatedNvml(types.ModuleType):
                     v.nvmlReturn = pynvml.NVML_SUCCESS
                     v.value.ullVal = int(cumulative_kib / spec.nvlink_links)
                 else:
-                    v.nvmlReturn = pynvml.NVML_ERROR_INVALID_ARGUMENT
+                    v.nvmlReturn = codes.INVALID_ARGUMENT
             else:
-                v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                v.nvmlReturn = codes.NOT_SUPPORTED
         return values
 
     def _nvlink_counter(self, gpu: int, spec: ScenarioGpu, t: float) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 import pynvml
 
 from gpuwatch.telemetry.errors import ScenarioError
+from gpuwatch.telemetry.nvml import codes
 from gpuwatch.telemetry.sim.fields import FieldReader
 from gpuwatch.telemetry.sim.signals import Constant, Signal
 
@@ -115,11 +116,11 @@ class Scenario:
 
 def _error_code(reader: FieldReader, raw: Any, path: str) -> tuple[str, int]:
     name = reader.string(raw, path).upper()
-    code = getattr(pynvml, f"NVML_ERROR_{name}", None)
-    if not isinstance(code, int):
-        known = sorted(n[len("NVML_ERROR_"):] for n in dir(pynvml) if n.startswith("NVML_ERROR_"))
-        raise reader.fail(path, f"unknown NVML error {raw!r}; expected one of {', '.join(known)}")
-    return name, code
+    known = codes.all_codes()      # nvml.h's codes, whichever bindings are installed
+    if name not in known:
+        raise reader.fail(path, f"unknown NVML error {raw!r}; expected one of "
+                                f"{', '.join(sorted(known))}")
+    return name, known[name]
 
 
 def _call_name(reader: FieldReader, raw: Any, path: str) -> str:
