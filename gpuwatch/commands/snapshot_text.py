@@ -5,16 +5,17 @@ from __future__ import annotations
 import shlex
 import time
 
+from gpuwatch.core.safe_text import clip, visible
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuSample, GpuState, Snapshot
 from gpuwatch.core.units import format_bytes, format_duration, format_rate
 
 
 def describe_backend(info: BackendInfo) -> str:
     if info.kind is BackendKind.SIMULATED:
-        return f"Simulated GPUs (scenario '{info.scenario}'), not real hardware"
+        return f"Simulated GPUs (scenario '{visible(info.scenario)}'), not real hardware"
     parts = ["NVML"]
     if info.driver_version:
-        parts.append(f"driver {info.driver_version}")
+        parts.append(f"driver {visible(info.driver_version)}")
     if info.cuda_driver_version:
         parts.append(f"CUDA {info.cuda_driver_version}")
     return ", ".join(parts)
@@ -63,20 +64,16 @@ def _sensors_line(g: GpuSample) -> str:
     return " · ".join(bits)
 
 
-def _truncate(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def format_snapshot(s: Snapshot, width: int = 100) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.timestamp_s))
     lines = [f"{describe_backend(s.backend)} · {stamp}"]
     for w in s.warnings:
-        lines.append(f"warning: {w}")
+        lines.append(f"warning: {visible(w)}")
     for g in s.gpus:
         lines.append("")
-        title = f"GPU {g.index}  {g.name or 'unknown GPU'}"
+        title = f"GPU {g.index}  {visible(g.name) or 'unknown GPU'}"
         if g.state is not GpuState.OK:
-            title += f"  [{g.state.value.upper()}: {g.error}]"
+            title += f"  [{g.state.value.upper()}: {visible(g.error)}]"
         lines.append(title)
         if g.state is GpuState.LOST:
             continue
@@ -92,9 +89,9 @@ def format_snapshot(s: Snapshot, width: int = 100) -> str:
             command = shlex.join(p.cmdline) if p.cmdline else (p.name or "(not visible)")
             if p.container:
                 command = f"[{p.container}] {command}"
-            lines.append("  " + _truncate(
-                f"{p.pid:>7}  {(p.user or '?')[:10]:<10} {format_bytes(p.used_bytes):>10}  "
-                f"{running:>11}  {command}", width - 2))
+            head = (f"{p.pid:>7}  {clip(p.user or '?', 10, ''):<10} "
+                    f"{format_bytes(p.used_bytes):>10}  {running:>11}  ")
+            lines.append("  " + head + clip(command, max(8, width - 2 - len(head))))
     return "\n".join(lines)
 
 
@@ -104,7 +101,7 @@ def format_tick(s: Snapshot, elapsed_s: float) -> list[str]:
     for g in s.gpus:
         head = f"{format_duration(elapsed_s):>10}  GPU {g.index}"
         if g.state is GpuState.LOST:
-            out.append(f"{head}  LOST ({g.error})")
+            out.append(f"{head}  LOST ({visible(g.error)})")
             continue
         m = g.memory
         pct = f"{m.used_fraction * 100:3.0f} %" if m.used_fraction is not None else "  n/a"
