@@ -17,6 +17,7 @@ from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
+from gpuwatch.core.safe_text import visible
 from gpuwatch.core.snapshot import BackendKind, Snapshot
 from gpuwatch.core.snapshot_json import snapshot_to_json
 from gpuwatch.core.units import format_bytes, format_duration
@@ -25,6 +26,8 @@ from gpuwatch.sessions.recorder import Recorder
 from gpuwatch.telemetry.sampler import Sampler
 from gpuwatch.telemetry.sim.catalog import builtin_scenarios
 from gpuwatch.telemetry.source import open_backend
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -84,8 +87,9 @@ def run_record(args: argparse.Namespace) -> int:
     if not args.no_save:
         out = Path(args.out) if args.out else paths.new_session_path(backend.clock.now_s())
         try:
-            recorder = Recorder(out, args.interval, on_error=lambda exc: print(
-                f"gpuwatch: {exc}", file=sys.stderr))
+            recorder = Recorder(out, args.interval, on_error=lambda exc: (
+                print(f"gpuwatch: {exc}", file=sys.stderr, flush=True),
+                done.set()))             # a recording that cannot be saved ends here
         except Exception:
             backend.close()
             raise
@@ -109,7 +113,7 @@ def run_record(args: argparse.Namespace) -> int:
             lines = format_tick(snap, backend.clock.elapsed_s() - start)
             # virtual runs print time since the start; real ones the time of day
             since = start_stamp if simulated else None
-            lines += ["  hint " + format_event(e, since) for e in events]
+            lines += ["  hint " + visible(format_event(e, since)) for e in events]
         try:
             print("\n".join(lines), flush=True)
         except BrokenPipeError:        # `gpuwatch record | head`: the reader has gone
@@ -126,13 +130,17 @@ def run_record(args: argparse.Namespace) -> int:
     sampler = Sampler(backend, args.interval, on_snapshot, on_error,
                       until_elapsed_s=None if duration is None else start + duration,
                       on_finished=done.set)
-    previous = signal.signal(signal.SIGINT, lambda *_: sampler.stop(timeout_s=0))
+    # Ctrl-C, logout (SIGHUP), `systemctl stop` and `timeout` (SIGTERM) all end the
+    # recording the same way: the session is finished and the summary printed.
+    previous = {sig: signal.signal(sig, lambda *_: sampler.stop(timeout_s=0))
+                for sig in STOP_SIGNALS}
     try:
         sampler.start()
         while not done.wait(0.2):
             pass
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sampler.stop()
         end_s = backend.clock.now_s()
         backend.close()
@@ -145,6 +153,10 @@ def run_record(args: argparse.Namespace) -> int:
     if recorder is not None and recorder.error is None:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)
+    if recorder is not None and recorder.error is not None:
+        print(f"gpuwatch: the recording failed; what was saved before the failure is in "
+              f"{recorder.path}", file=sys.stderr)
+        return 1
     return 0
 
 

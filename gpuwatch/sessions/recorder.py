@@ -8,6 +8,7 @@ the file stays readable (SQLite's WAL keeps every commit whole).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sqlite3
 import threading
@@ -111,11 +112,20 @@ class Recorder:
                     self._writer.commit()
                     pending = False
             self._writer.close(ended_at)
-        except (sqlite3.Error, OSError) as exc:
-            self.error = SessionFileError(str(self.path), f"recording stopped: {exc}")
+        except Exception as exc:      # any failure is reported and what was written kept
+            reason = exc if isinstance(exc, (sqlite3.Error, OSError)) else (
+                f"{type(exc).__name__}: {exc}")
+            self.error = SessionFileError(str(self.path), f"recording stopped: {reason}")
+            self._keep_what_was_written(ended_at)
             if self._on_error is not None:
                 self._on_error(self.error)
             self._drain()
+
+    def _keep_what_was_written(self, ended_at: float | None) -> None:
+        """After a failure, save the rows written so far and mark the end, if the file
+        still allows it; a file that refuses keeps its last commit (WAL commits are whole)."""
+        with contextlib.suppress(Exception):
+            self._writer.close(ended_at)
 
     def _drain(self) -> None:
         """After a write failure, keep accepting items so callers never block."""

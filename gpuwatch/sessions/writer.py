@@ -88,8 +88,8 @@ class SessionWriter:
                     cur = conn.execute(
                         "INSERT INTO process (gpu, pid, name, cmdline, user, container, "
                         "first_seen_s, last_seen_s, peak_used_bytes) VALUES (?,?,?,?,?,?,?,?,?)",
-                        (g.index, p.pid, p.name, json.dumps(list(p.cmdline)), p.user,
-                         p.container, t, t, p.used_bytes))
+                        _storable((g.index, p.pid, p.name, json.dumps(list(p.cmdline)), p.user,
+                                   p.container, t, t, p.used_bytes)))
                     proc = self._processes[key] = _Process(cur.lastrowid, p.used_bytes, t)
                     if self.samples:
                         events.append((t, "process-started", g.index, p.pid, p.name))
@@ -102,10 +102,10 @@ class SessionWriter:
         for key in self._alive - alive:
             events.append((t, "process-ended", key[0], key[1], None))
         self._alive = alive
-        conn.executemany("INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
-        conn.executemany("INSERT INTO process_sample VALUES (?,?,?)", sample_rows)
+        _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
+        _insert(conn, "INSERT INTO process_sample VALUES (?,?,?)", sample_rows)
         if events:
-            conn.executemany("INSERT INTO event VALUES (?,?,?,?,?)", events)
+            _insert(conn, "INSERT INTO event VALUES (?,?,?,?,?)", events)
         self.samples += 1
 
     def add_hint_event(self, event: HintEvent) -> None:
@@ -119,8 +119,8 @@ class SessionWriter:
             cur = self._conn.execute(
                 "INSERT INTO hint (code, severity, gpu, pid, title, detail, actions, "
                 "first_seen_s, last_seen_s) VALUES (?,?,?,?,?,?,?,?,?)",
-                (hint.code, hint.severity.value, hint.gpu_index, hint.pid, hint.title,
-                 detail, actions, t_first, t_now))
+                _storable((hint.code, hint.severity.value, hint.gpu_index, hint.pid,
+                           hint.title, detail, actions, t_first, t_now)))
             self._hints[key] = hint_id = cur.lastrowid
         else:
             self._conn.execute(
@@ -137,14 +137,15 @@ class SessionWriter:
     def add_budget_link(self, gpu: int, pid: int, label: str, estimate_json: dict,
                         timestamp_s: float) -> None:
         self._conn.execute("INSERT INTO budget_link VALUES (?,?,?,?,?)",
-                           (gpu, pid, label, json.dumps(estimate_json), self._t(timestamp_s)))
+                           _storable((gpu, pid, label, json.dumps(estimate_json),
+                                      self._t(timestamp_s))))
 
     # -- durability --------------------------------------------------------------------
 
     def commit(self) -> None:
         dirty = [(p.peak, p.last_seen_s, p.id) for p in self._processes.values() if p.dirty]
         if dirty:
-            self._conn.executemany(
+            _insert(self._conn,
                 "UPDATE process SET peak_used_bytes=?, last_seen_s=? WHERE id=?", dirty)
             for p in self._processes.values():
                 p.dirty = False
@@ -159,3 +160,21 @@ class SessionWriter:
         with contextlib.suppress(sqlite3.Error):   # a reader holds it: the WAL stays beside
             self._conn.execute("PRAGMA journal_mode=DELETE")
         self._conn.close()
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _storable(row: tuple) -> tuple:
+    """The row with integers SQLite cannot hold (outside signed 64 bits) as NULL: no
+    real pid, index or byte count is that large, so such a value means unknown."""
+    return tuple(None if type(v) is int and v not in _INT64 else v for v in row)
+
+
+def _insert(conn: sqlite3.Connection, sql: str, rows: list) -> None:
+    """executemany, retried with :func:`_storable` rows if a value overflowed (rare: the
+    check is not paid on every row)."""
+    try:
+        conn.executemany(sql, rows)
+    except OverflowError:
+        conn.executemany(sql, [_storable(r) for r in rows])

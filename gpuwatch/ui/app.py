@@ -25,6 +25,7 @@ from gpuwatch.ui.main_window import MainWindow
 from gpuwatch.ui.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.tray import TrayController
+from gpuwatch.ui.unix_signals import SignalQuit
 
 FALLBACK_SCENARIO = "workstation"
 
@@ -162,9 +163,16 @@ def launch(opts: LaunchOptions) -> int:
     elif not tray.available:
         window.showMinimized()         # no tray to live in: minimised, never invisible
     QTimer.singleShot(0, freeze_startup_heap)     # once the window is up
+
+    def quit_on_signal(signum: int) -> None:
+        window.quit()          # saves the window's state, as closing it does
+        app.quit()             # and ends the loop even where the tray kept it alive
+
+    signals = SignalQuit(quit_on_signal, parent=window)
     try:
         return app.exec()
     finally:
+        signals.restore()
         session.stop()
         recording.close()
         backend.close()
