@@ -113,10 +113,16 @@ def test_export_runs_off_the_gui_thread(browser, qtbot, scenario, tmp_path, monk
 
     monkeypatch.setattr("gpuwatch.ui.export_dialog.export", spy)
     out = tmp_path / f"report.{fmt}"
-    runner = ExportRunner(browser)
     fractions: list[float] = []
+    shown = ExportRunner._progress       # connected before the job starts: sees every step
+
+    def progress(self, fraction: float, text: str) -> None:
+        fractions.append(fraction)
+        shown(self, fraction, text)
+
+    monkeypatch.setattr(ExportRunner, "_progress", progress)
+    runner = ExportRunner(browser)
     job = runner.start(path, fmt, out)
-    job.progress.connect(lambda f, _t: fractions.append(f))
     qtbot.waitUntil(lambda: job.done, timeout=60000)
     assert job.error is None and job.result == out and out.stat().st_size > 1000
     assert threads and threads[0] is not threading.main_thread()
