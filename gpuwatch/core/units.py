@@ -27,38 +27,72 @@ SIZE_UNITS: dict[str, int] = {
 
 SIZE_UNIT_NAMES = "B, KiB, MiB, GiB, TiB, KB, MB, GB, TB"
 
+# The largest size gpuwatch reads: 1 EiB. The biggest GPUs hold a few hundred GiB and
+# the biggest hosts a few dozen TiB, so anything larger is a typo; the bound also keeps
+# every size far below 2**63 - 1, the largest integer SQLite stores.
+MAX_SIZE_BYTES = 2**60
+MAX_SIZE_TEXT = "1 EiB (2**60 bytes)"
+
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_ZERO_RE = re.compile(r"^\s*0*\.?0*\s*$")
+_SHOWN_CHARS = 40
 
 
 class UnitError(ValueError):
     """A size or rate string that cannot be read."""
 
 
+def shown(value: object, limit: int = _SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so a message stays one short line."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= 4 * limit \
+        else repr(value[: 2 * limit])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def parse_size(value: int | float | str) -> int:
     """Read a size as integer bytes: ``123``, ``"80GiB"``, ``"1.5 GB"``, ``"512MiB"``.
 
-    Units are case-insensitive (``gib`` = ``GiB``); a bare number is bytes. Raises
-    :class:`UnitError` with the reason for negative, fractional-byte or unknown input.
+    Numbers (TOML or JSON integers and floats) are bytes. Text must carry its unit,
+    case-insensitive (``gib`` = ``GiB``, ``24B`` for bytes): a bare ``"24"`` is refused,
+    because people mean 24 GiB far more often than 24 bytes; only ``"0"`` needs no unit.
+    Sizes above :data:`MAX_SIZE_BYTES` are refused. Raises :class:`UnitError` with the
+    reason for negative, non-finite, unitless, too large or unknown input.
     """
     if isinstance(value, bool):
         raise UnitError(f"expected a size, got {value!r}")
     if isinstance(value, int):
-        number, unit = float(value), "B"
-    elif isinstance(value, float):
+        if value < 0:
+            raise UnitError(f"size {shown(value)} must be at least 0")
+        if value > MAX_SIZE_BYTES:
+            raise UnitError(f"size {shown(value)} is more than {MAX_SIZE_TEXT}, "
+                            "the largest size gpuwatch accepts")
+        return value
+    if isinstance(value, float):
         number, unit = value, "B"
     elif isinstance(value, str):
         match = _SIZE_RE.match(value)
+        if not match and re.match(r"\s*-\s*\.?[0-9]", value):
+            raise UnitError(f"size {shown(value)} must be at least 0")
         if not match:
             raise UnitError(
-                f"{value!r} is not a size; write a number with a unit such as '512MiB' or '80GiB'"
+                f"{shown(value)} is not a size; write a number with a unit such as "
+                "'512MiB' or '80GiB'"
             )
-        number, unit = float(match.group(1)), (match.group(2) or "B").upper()
+        if not match.group(2):
+            if _ZERO_RE.match(value):
+                return 0
+            n = match.group(1) if len(match.group(1)) <= 12 else "24"
+            raise UnitError(f"{shown(value)} has no unit: write {n}GiB or {n}GB ({n}B for bytes)")
+        number, unit = float(match.group(1)), match.group(2).upper()
     else:
         raise UnitError(f"expected a size, got {type(value).__name__}")
     if unit not in SIZE_UNITS:
-        raise UnitError(f"unknown unit in {value!r}; use one of {SIZE_UNIT_NAMES}")
-    if not math.isfinite(number) or number < 0:
-        raise UnitError(f"size {value!r} must be a finite number of at least 0")
+        raise UnitError(f"unknown unit in {shown(value)}; use one of {SIZE_UNIT_NAMES}")
+    if math.isnan(number) or number < 0:
+        raise UnitError(f"size {shown(value)} must be a finite number of at least 0")
+    if number * SIZE_UNITS[unit] > MAX_SIZE_BYTES:   # inf included
+        raise UnitError(f"size {shown(value)} is more than {MAX_SIZE_TEXT}, "
+                        "the largest size gpuwatch accepts")
     return round(number * SIZE_UNITS[unit])
 
 

@@ -1,6 +1,7 @@
 import pytest
 
 from gpuwatch.core.units import (
+    MAX_SIZE_BYTES,
     UnitError,
     format_bytes,
     format_duration,
@@ -18,18 +19,40 @@ from gpuwatch.core.units import (
     ("1.5 GB", 1_500_000_000),
     ("2TiB", 2 * 1024**4),
     ("7KB", 7000),
-    ("64", 64),
+    ("64B", 64),
+    ("0", 0),
+    (" 0.0 ", 0),
     ("1e3MiB", 1000 * 1024**2),
+    ("1024TiB", 1024**5),
+    (2**60, 2**60),
 ])
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "GiB", "-1GiB", "12 parsecs", "1..2GB", True, None, "inf"])
+@pytest.mark.parametrize("bad", ["", "GiB", "-1GiB", "12 parsecs", "1..2GB", True, None, "inf",
+                                 "24", "1.5", [1], -1, float("nan"), float("inf")])
 def test_parse_size_rejects_with_reason(bad):
     with pytest.raises(UnitError) as info:
         parse_size(bad)
     assert str(info.value)
+
+
+def test_a_unitless_string_says_how_to_write_the_unit():
+    with pytest.raises(UnitError, match=r"'24' has no unit: write 24GiB or 24GB \(24B for bytes\)"):
+        parse_size("24")
+
+
+@pytest.mark.parametrize("huge", ["1e300TiB", "1e400B", "1048577TiB", 2**60 + 1, 10**400, 1e19,
+                                  "9" * 400 + "GiB"])
+def test_sizes_above_one_exbibyte_are_refused(huge):
+    with pytest.raises(UnitError, match="more than 1 EiB") as info:
+        parse_size(huge)
+    assert len(str(info.value)) < 200      # the value is shown cut short
+
+
+def test_the_bound_fits_sqlite_integers():
+    assert MAX_SIZE_BYTES < 2**63 - 1
 
 
 def test_one_billion_fp32_parameters_is_3_73_gib_and_4_00_gb():
