@@ -27,10 +27,15 @@ def interval(text: str) -> float:
     return value
 
 
+MAX_SECONDS = 366 * 86400          # a year: longer than any run people record
+MIN_TIME_SCALE, MAX_TIME_SCALE = 1e-3, 1e6
+
+
 def seconds(text: str) -> float:
     value = _number(text, "the time")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"the time must be 0 or more seconds, got {text}")
+    if not 0 <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"the time must be between 0 and {MAX_SECONDS:,} seconds (366 days), got {text}")
     return value
 
 
@@ -45,8 +50,10 @@ def time_scale(text: str) -> float | str:
     if text.strip().lower() == MAX_SPEED:
         return MAX_SPEED
     value = _number(text, "the time scale")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"the time scale must be above 0 (or 'max'), got {text}")
+    if not MIN_TIME_SCALE <= value <= MAX_TIME_SCALE:
+        raise argparse.ArgumentTypeError(
+            f"the time scale must be between {MIN_TIME_SCALE:g} and {MAX_TIME_SCALE:g} "
+            f"virtual seconds per second (or 'max'), got {text}")
     return value
 
 
