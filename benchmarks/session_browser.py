@@ -61,9 +61,9 @@ def main() -> None:
     qt_guard.install()
     from PySide6.QtWidgets import QApplication
 
-    from gpuwatch.ui import theme
-    from gpuwatch.ui.session_browser import SessionBrowser
-    from gpuwatch.ui.session_replay import ReplayWindow
+    from gpuwatch.ui.sessions.session_browser import SessionBrowser
+    from gpuwatch.ui.sessions.session_replay import ReplayWindow
+    from gpuwatch.ui.widgets import theme
 
     app = QApplication([])
     colors = theme.apply(app, "light")

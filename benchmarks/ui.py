@@ -255,7 +255,7 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True, freeze: bool
     from gpuwatch.telemetry.sim.library import SimulatedNvml
     from gpuwatch.telemetry.sim.scenario import parse_scenario
     from gpuwatch.ui.app import freeze_startup_heap
-    from gpuwatch.ui.main_window import MainWindow
+    from gpuwatch.ui.live.main_window import MainWindow
     from gpuwatch.ui.settings import Settings
 
     app = QApplication.instance() or QApplication([])
@@ -357,7 +357,7 @@ t0 = time.perf_counter()
 import os, tempfile
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from gpuwatch.ui.app import application
-from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.live.main_window import MainWindow
 from gpuwatch.ui.settings import Settings
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 app = application()

@@ -50,7 +50,7 @@ from gpuwatch.telemetry.nvml import NvmlBackend
 from gpuwatch.telemetry.sim.host import ScenarioHost
 from gpuwatch.telemetry.sim.library import SimulatedNvml
 from gpuwatch.telemetry.sim.scenario import parse_scenario
-from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.live.main_window import MainWindow
 from gpuwatch.ui.settings import Settings
 
 history_s, warm_up, frames = (int(a) for a in sys.argv[2:5])

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 from gpuwatch.ui import app as app_module
-from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.live.main_window import MainWindow
 
 
 def main() -> int:

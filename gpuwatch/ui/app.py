@@ -20,9 +20,9 @@ from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.nvml import NvmlBackend
 from gpuwatch.telemetry.sampler import Sampler
 from gpuwatch.telemetry.source import SourceOptions, open_backend
-from gpuwatch.ui.bridge import SnapshotBridge
-from gpuwatch.ui.main_window import MainWindow
-from gpuwatch.ui.recording import RecordingController
+from gpuwatch.ui.live.bridge import SnapshotBridge
+from gpuwatch.ui.live.main_window import MainWindow
+from gpuwatch.ui.sessions.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.tray import TrayController
 from gpuwatch.ui.unix_signals import SignalQuit

@@ -18,9 +18,9 @@ from PySide6.QtCore import QTimer
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 from gpuwatch.ui import app as app_module
-from gpuwatch.ui.budget_adapter import predict, request_from_cmdline
-from gpuwatch.ui.main_window import MainWindow
-from gpuwatch.ui.process_model import MEMORY
+from gpuwatch.ui.live.budget_adapter import predict, request_from_cmdline
+from gpuwatch.ui.live.main_window import MainWindow
+from gpuwatch.ui.live.process_model import MEMORY
 
 # scenario -> the virtual second a screenshot shows (something is happening then)
 SCREENSHOT_AT_S = {

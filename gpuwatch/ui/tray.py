@@ -27,7 +27,7 @@ from gpuwatch.ui.notifications import PAUSE_S, Notification, Notifier
 from gpuwatch.ui.settings import Preferences
 
 if TYPE_CHECKING:
-    from gpuwatch.ui.main_window import MainWindow
+    from gpuwatch.ui.live.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 

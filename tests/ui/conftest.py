@@ -13,7 +13,7 @@ pytest.importorskip("pytestqt")
 from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.telemetry.nvml import NvmlBackend
 from gpuwatch.telemetry.source import SourceOptions, open_backend
-from gpuwatch.ui.main_window import MainWindow
+from gpuwatch.ui.live.main_window import MainWindow
 from gpuwatch.ui.settings import Settings
 
 

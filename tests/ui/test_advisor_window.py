@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpuwatch.core.hints import Severity
-from gpuwatch.ui import budget_adapter
-from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView, hint_view
+from gpuwatch.ui.live import budget_adapter
+from gpuwatch.ui.live.advisor_panel import AdvisorPanel, HintView, hint_view
 from tests.ui.conftest import feed
 
 OOM_PID = 71310

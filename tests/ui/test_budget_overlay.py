@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.core.units import format_bytes
-from gpuwatch.ui.budget_adapter import BudgetRequest, predict, request_from_cmdline
+from gpuwatch.ui.live.budget_adapter import BudgetRequest, predict, request_from_cmdline
 from tests.ui.conftest import feed
 
 FRAG = BudgetRequest(model="gpt2-medium", batch=8, seq=1024, precision="amp-bf16")

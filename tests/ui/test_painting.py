@@ -10,12 +10,12 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from gpuwatch.ui import theme
-from gpuwatch.ui.axes import FastDateAxis, fast_axes
-from gpuwatch.ui.plots import StickyRange, WindowCurve, bounds
-from gpuwatch.ui.process_model import NAME
-from gpuwatch.ui.process_table import PADDING, SWATCH
-from gpuwatch.ui.text_lines import Run, TextLines
+from gpuwatch.ui.live.process_model import NAME
+from gpuwatch.ui.live.process_table import PADDING, SWATCH
+from gpuwatch.ui.live.text_lines import Run, TextLines
+from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.axes import FastDateAxis, fast_axes
+from gpuwatch.ui.widgets.plots import StickyRange, WindowCurve, bounds
 
 
 def _plot(qtbot, x0: float, x1: float) -> pg.PlotWidget:

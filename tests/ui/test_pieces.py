@@ -13,8 +13,8 @@ from PySide6.QtGui import QImage
 from gpuwatch import cli
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.ui import app as app_module
-from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView
-from gpuwatch.ui.decimate import minmax_decimate, window_slice
+from gpuwatch.ui.live.advisor_panel import AdvisorPanel, HintView
+from gpuwatch.ui.widgets.decimate import minmax_decimate, window_slice
 
 
 def test_decimation_keeps_every_peak() -> None:
@@ -59,7 +59,7 @@ def test_advisor_panel_empty_and_filled(qtbot) -> None:
 
 
 def test_bridge_coalesces_bursts(qtbot) -> None:
-    from gpuwatch.ui.bridge import SnapshotBridge
+    from gpuwatch.ui.live.bridge import SnapshotBridge
 
     bridge = SnapshotBridge()
     batches: list[list] = []
@@ -73,7 +73,7 @@ def test_bridge_coalesces_bursts(qtbot) -> None:
 def test_bridge_holds_a_fast_sampler_to_the_windows_pace(qtbot) -> None:
     import threading
 
-    from gpuwatch.ui.bridge import SnapshotBridge
+    from gpuwatch.ui.live.bridge import SnapshotBridge
 
     bridge = SnapshotBridge(max_pending=3)
     got: list = []

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import format_bytes
-from gpuwatch.ui.budget_adapter import BudgetRequest
-from gpuwatch.ui.probe_view import FORGET_AFTER_S, ProbeHistory
-from gpuwatch.ui.process_model import BUDGET
+from gpuwatch.ui.live.budget_adapter import BudgetRequest
+from gpuwatch.ui.live.probe_view import FORGET_AFTER_S, ProbeHistory
+from gpuwatch.ui.live.process_model import BUDGET
 from tests.ui.conftest import feed, sample_at
 
 KEY = (0, 66120)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from gpuwatch.core.snapshot import ProcessSample
-from gpuwatch.ui.process_model import COMMAND, MEMORY, NAME, PID
+from gpuwatch.ui.live.process_model import COMMAND, MEMORY, NAME, PID
 from tests.ui.conftest import feed, sample_at
 
 

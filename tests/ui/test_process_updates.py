@@ -8,7 +8,14 @@ from PySide6.QtCore import Qt
 
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import format_duration
-from gpuwatch.ui.process_model import COLUMNS, MEMORY, PID, RUNNING, ProcessModel, _running_step
+from gpuwatch.ui.live.process_model import (
+    COLUMNS,
+    MEMORY,
+    PID,
+    RUNNING,
+    ProcessModel,
+    _running_step,
+)
 from tests.ui.conftest import sample_at
 
 

@@ -11,7 +11,7 @@ from conftest import sample_at
 
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.reader import SessionReader
-from gpuwatch.ui.recording import RecordingController
+from gpuwatch.ui.sessions.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
 
 

@@ -12,9 +12,9 @@ from PySide6.QtWidgets import QMessageBox
 from gpuwatch.sessions import export as export_module
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.recorder import Recorder
-from gpuwatch.ui.export_dialog import ExportDialog, ExportRunner
-from gpuwatch.ui.session_browser import SessionBrowser, delete_session, read_entry
-from gpuwatch.ui.session_replay import ReplayWindow, load_replay, pick_window
+from gpuwatch.ui.sessions.export_dialog import ExportDialog, ExportRunner
+from gpuwatch.ui.sessions.session_browser import SessionBrowser, delete_session, read_entry
+from gpuwatch.ui.sessions.session_replay import ReplayWindow, load_replay, pick_window
 
 
 def record(backend, seconds: int, name: str | None = None) -> Path:
@@ -111,7 +111,7 @@ def test_export_runs_off_the_gui_thread(browser, qtbot, scenario, tmp_path, monk
         threads.append(threading.current_thread())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr("gpuwatch.ui.export_dialog.export", spy)
+    monkeypatch.setattr("gpuwatch.ui.sessions.export_dialog.export", spy)
     out = tmp_path / f"report.{fmt}"
     fractions: list[float] = []
     shown = ExportRunner._progress       # connected before the job starts: sees every step
@@ -216,7 +216,7 @@ def test_a_long_session_is_painted_from_an_overview_first(qtbot, scenario, monke
     assert len(window.data.history.gpu(0)) == 600
     assert "still loading" not in window.banner_label.text()
     full_peak = window.data.history.gpu(0).column("used_bytes").max()
-    from gpuwatch.ui.session_replay import load_overview
+    from gpuwatch.ui.sessions.session_replay import load_overview
     overview = load_overview(path, buckets=50)
     assert len(overview.history.gpu(0)) <= 102
     assert overview.history.gpu(0).column("used_bytes").max() == full_peak   # peaks survive

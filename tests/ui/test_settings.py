@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from gpuwatch.ui import theme
 from gpuwatch.ui.settings import Preferences, Settings, Thresholds
+from gpuwatch.ui.widgets import theme
 from tests.ui.conftest import feed
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from gpuwatch.ui.time_ticks import label_format, multiples, steps, tick_label, time_ticks
+from gpuwatch.ui.widgets.time_ticks import label_format, multiples, steps, tick_label, time_ticks
 
 
 def label_px(fmt: str) -> float:

@@ -9,7 +9,7 @@ import pytest
 from gpuwatch.core.snapshot import GpuState
 from gpuwatch.telemetry.sampler import Sampler
 from gpuwatch.telemetry.sim.catalog import builtin_scenarios
-from gpuwatch.ui.bridge import SnapshotBridge
+from gpuwatch.ui.live.bridge import SnapshotBridge
 from tests.ui.conftest import feed
 
 

@@ -1,6 +1,6 @@
 """The Advisor tab: the open hints, worst first — severity, title, evidence, actions.
 
-The window fills it from the advisor (:mod:`gpuwatch.ui.advisor_bridge`) through
+The window fills it from the advisor (:mod:`gpuwatch.ui.live.advisor_bridge`) through
 :meth:`AdvisorPanel.set_hints`. :class:`HintView` is deliberately plain so any rule
 engine (or a test) can feed it; :func:`hint_view` makes one from a core ``Hint``.
 Clicking a hint emits :attr:`AdvisorPanel.hint_activated`; the window then selects
@@ -17,7 +17,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from gpuwatch.core.hints import Hint
-from gpuwatch.ui import theme
+from gpuwatch.ui.widgets import theme
 
 Severity = Literal["info", "warning", "critical"]
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}

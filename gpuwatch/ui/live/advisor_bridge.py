@@ -19,11 +19,11 @@ from PySide6.QtCore import QObject, Signal
 
 from gpuwatch.advisor import Advisor
 from gpuwatch.core.hints import Hint, HintEvent
-from gpuwatch.ui import budget_adapter
-from gpuwatch.ui.advisor_panel import HintView, hint_view
+from gpuwatch.ui.live import budget_adapter
+from gpuwatch.ui.live.advisor_panel import HintView, hint_view
 
 if TYPE_CHECKING:
-    from gpuwatch.ui.main_window import MainWindow
+    from gpuwatch.ui.live.main_window import MainWindow
 
 ProcessKey = tuple[int, int]          # (gpu index, pid)
 HintKey = tuple[str, int | None, int | None]

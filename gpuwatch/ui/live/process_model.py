@@ -24,8 +24,8 @@ from PySide6.QtGui import QFont
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes, format_duration
-from gpuwatch.ui import theme
-from gpuwatch.ui.probe_view import probe_tooltip
+from gpuwatch.ui.live.probe_view import probe_tooltip
+from gpuwatch.ui.widgets import theme
 
 Key = tuple[int, int]   # (gpu index, pid)
 Index = QModelIndex | QPersistentModelIndex

@@ -22,7 +22,7 @@ from gpuwatch.budget.levers import what_if
 from gpuwatch.budget.precision import OPTIMIZERS, PRECISIONS
 from gpuwatch.budget.solver import max_batch_size
 from gpuwatch.budget.workload import CHECKPOINTING, Setup, Workload
-from gpuwatch.ui.overlay import Prediction
+from gpuwatch.ui.live.overlay import Prediction
 
 PRECISION_NAMES: tuple[str, ...] = tuple(PRECISIONS)
 OPTIMIZER_NAMES: tuple[str, ...] = tuple(OPTIMIZERS)

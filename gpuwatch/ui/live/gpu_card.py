@@ -18,12 +18,12 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLay
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
-from gpuwatch.ui import theme
-from gpuwatch.ui.memory_bar import MemoryBar, Segment
-from gpuwatch.ui.overlay import Overlay
-from gpuwatch.ui.probe_view import largest, legend_lines, probe_split, split_segments
+from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
+from gpuwatch.ui.live.overlay import Overlay
+from gpuwatch.ui.live.probe_view import largest, legend_lines, probe_split, split_segments
+from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.settings import Thresholds
-from gpuwatch.ui.text_lines import Run, TextLines
+from gpuwatch.ui.widgets import theme
 
 LEGEND_PROCESSES = 3
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from gpuwatch.core.hints import Hint, Severity
-from gpuwatch.ui import theme
+from gpuwatch.ui.widgets import theme
 
 HintKey = tuple[str, int | None, int | None]
 

@@ -6,8 +6,8 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QWidget
 
 from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.core.units import UnitSystem
-from gpuwatch.ui.gpu_card import GpuCard
-from gpuwatch.ui.overlay import Overlay
+from gpuwatch.ui.live.gpu_card import GpuCard
+from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.settings import Thresholds
 
 

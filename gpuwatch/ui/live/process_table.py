@@ -17,8 +17,8 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPaintEvent, QPalette, QStaticText
 from PySide6.QtWidgets import QTableView, QWidget
 
-from gpuwatch.ui import theme
-from gpuwatch.ui.process_model import BUDGET, NAME, NUMERIC, ProcessModel
+from gpuwatch.ui.live.process_model import BUDGET, NAME, NUMERIC, ProcessModel
+from gpuwatch.ui.widgets import theme
 
 PADDING = 4          # px between a cell's edge and its text
 SWATCH = 16          # px, the process colour square in the Name column (Qt's icon size)

@@ -232,7 +232,7 @@ class RecordingController(QObject):
 
     # the Sessions browser -----------------------------------------------------------------
     def show_browser(self) -> None:
-        from gpuwatch.ui.session_browser import SessionBrowser
+        from gpuwatch.ui.sessions.session_browser import SessionBrowser
 
         if self.browser is None:
             self.browser = SessionBrowser(self.window, current=lambda: self.path)

@@ -1,7 +1,7 @@
 """What the window draws for a process linked to a memory budget (no budget imports here).
 
-The budget adapter (:mod:`gpuwatch.ui.budget_adapter`) turns an estimate into a
-:class:`Prediction`, and so does :func:`gpuwatch.ui.probe_view.probe_prediction` for a
+The budget adapter (:mod:`gpuwatch.ui.live.budget_adapter`) turns an estimate into a
+:class:`Prediction`, and so does :func:`gpuwatch.ui.live.probe_view.probe_prediction` for a
 process that runs the probe; an :class:`Overlay` sets it against what the process
 really holds.
 """

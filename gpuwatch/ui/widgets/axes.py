@@ -21,7 +21,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QStaticText
 
-from gpuwatch.ui.time_ticks import SAMPLE_LABELS, tick_label, time_ticks
+from gpuwatch.ui.widgets.time_ticks import SAMPLE_LABELS, tick_label, time_ticks
 
 log = logging.getLogger(__name__)
 

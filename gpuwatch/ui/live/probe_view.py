@@ -27,10 +27,10 @@ from gpuwatch.core.history import HOUR_AT_1HZ, Ring
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui import theme
-from gpuwatch.ui.memory_bar import Segment
-from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay, Prediction
-from gpuwatch.ui.text_lines import Run
+from gpuwatch.ui.live.memory_bar import Segment
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay, Prediction
+from gpuwatch.ui.live.text_lines import Run
+from gpuwatch.ui.widgets import theme
 
 Key = tuple[int, int]   # (gpu index, pid)
 

@@ -2,7 +2,7 @@
 
 Shows the stacked breakdown against the chosen GPU's capacity, the largest batch that
 fits, and what each unused lever would save. "Link" ties the selected process to the
-budget in the form. Talks to the engine only through :mod:`gpuwatch.ui.budget_adapter`.
+budget in the form. Talks to the engine only through :mod:`gpuwatch.ui.live.budget_adapter`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from PySide6.QtWidgets import (
 )
 
 from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui import budget_adapter as ba
-from gpuwatch.ui import theme
-from gpuwatch.ui.budget_links import BudgetLinks
-from gpuwatch.ui.memory_bar import MemoryBar, Segment
-from gpuwatch.ui.overlay import CATEGORY_LABELS
+from gpuwatch.ui.live import budget_adapter as ba
+from gpuwatch.ui.live.budget_links import BudgetLinks
+from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS
+from gpuwatch.ui.widgets import theme
 
 
 def _combo(items: tuple[str, ...], current: str) -> QComboBox:

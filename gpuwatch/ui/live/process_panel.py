@@ -32,9 +32,13 @@ from PySide6.QtWidgets import (
 from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui import theme
-from gpuwatch.ui.axes import fast_axes
-from gpuwatch.ui.plots import (
+from gpuwatch.ui.live.probe_view import ProbeHistory
+from gpuwatch.ui.live.process_model import MEMORY, Key, ProcessModel, command_line
+from gpuwatch.ui.live.process_table import ProcessTable
+from gpuwatch.ui.live.text_lines import Run, TextLines
+from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.axes import fast_axes
+from gpuwatch.ui.widgets.plots import (
     StickyRange,
     WindowCurve,
     bounds,
@@ -45,10 +49,6 @@ from gpuwatch.ui.plots import (
     ring_curve,
     settle,
 )
-from gpuwatch.ui.probe_view import ProbeHistory
-from gpuwatch.ui.process_model import MEMORY, Key, ProcessModel, command_line
-from gpuwatch.ui.process_table import ProcessTable
-from gpuwatch.ui.text_lines import Run, TextLines
 
 NO_SELECTION = "Select a process to see its memory over time"
 COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 100, 110)

@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
 
 from gpuwatch.core.history import History, Ring
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes
-from gpuwatch.ui import theme
-from gpuwatch.ui.axes import fast_axes
-from gpuwatch.ui.decimate import minmax_decimate, window_slice
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
+from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.axes import fast_axes
+from gpuwatch.ui.widgets.decimate import minmax_decimate, window_slice
 
 WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
 

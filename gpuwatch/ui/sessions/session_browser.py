@@ -43,8 +43,8 @@ from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.reader import SessionReader
-from gpuwatch.ui.export_dialog import ExportRunner
-from gpuwatch.ui.recording import file_size
+from gpuwatch.ui.sessions.export_dialog import ExportRunner
+from gpuwatch.ui.sessions.recording import file_size
 
 COLUMNS = ("File", "Started", "Duration", "GPUs", "Peak", "Hints", "Size")
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -337,7 +337,7 @@ class SessionBrowser(QDialog):
         e = self.selected()
         if e is None or e.error is not None:
             return None
-        from gpuwatch.ui.session_replay import ReplayWindow
+        from gpuwatch.ui.sessions.session_replay import ReplayWindow
 
         window = ReplayWindow(e.path)
         window.destroyed.connect(lambda *_: self.replays.remove(window)

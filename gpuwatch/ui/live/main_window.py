@@ -1,7 +1,7 @@
 """The main window: banner, GPU cards, time plots, and the process/budget/advisor tabs.
 
 It is fed snapshots through :meth:`MainWindow.on_snapshots` (queued from the sampler
-thread by :class:`~gpuwatch.ui.bridge.SnapshotBridge`); it never talks to NVML.
+thread by :class:`~gpuwatch.ui.live.bridge.SnapshotBridge`); it never talks to NVML.
 """
 
 from __future__ import annotations
@@ -29,21 +29,22 @@ from gpuwatch.core.history import History
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
 from gpuwatch.core.units import UnitSystem
-from gpuwatch.ui import budget_adapter, probe_view, theme
-from gpuwatch.ui.advisor_bridge import WindowAdvisor
-from gpuwatch.ui.advisor_panel import AdvisorPanel, HintView
-from gpuwatch.ui.budget_links import FORM_KEY, BudgetLinks
-from gpuwatch.ui.budget_panel import BudgetPanel
-from gpuwatch.ui.cards_view import CardsView
-from gpuwatch.ui.hint_banner import HintBanner
-from gpuwatch.ui.overlay import Overlay
-from gpuwatch.ui.plots import WINDOW_LABELS, TimePlots
-from gpuwatch.ui.process_model import Key
-from gpuwatch.ui.process_panel import ProcessPanel
+from gpuwatch.ui.live import budget_adapter, probe_view
+from gpuwatch.ui.live.advisor_bridge import WindowAdvisor
+from gpuwatch.ui.live.advisor_panel import AdvisorPanel, HintView
+from gpuwatch.ui.live.budget_links import FORM_KEY, BudgetLinks
+from gpuwatch.ui.live.budget_panel import BudgetPanel
+from gpuwatch.ui.live.cards_view import CardsView
+from gpuwatch.ui.live.hint_banner import HintBanner
+from gpuwatch.ui.live.overlay import Overlay
+from gpuwatch.ui.live.process_model import Key
+from gpuwatch.ui.live.process_panel import ProcessPanel
+from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.settings import PLOT_WINDOWS_S, Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
 from gpuwatch.ui.shortcuts import SHORTCUTS, shortcuts_html
-from gpuwatch.ui.text_lines import TextLines
+from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.plots import WINDOW_LABELS, TimePlots
 
 TABS = ("Processes", "Budget", "Advisor")
 

@@ -39,9 +39,9 @@ from gpuwatch.sessions.reader import (
     SessionReader,
 )
 from gpuwatch.sessions.replay import ReplayData, load_overview, load_replay
-from gpuwatch.ui import theme
-from gpuwatch.ui.plots import TimePlots
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
+from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.plots import TimePlots
 
 
 def pick_window(duration_s: float) -> int:

@@ -18,8 +18,8 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from gpuwatch.ui import theme
-from gpuwatch.ui.memory_bar import Segment
+from gpuwatch.ui.live.memory_bar import Segment
+from gpuwatch.ui.widgets import theme
 
 _COLORS: dict[str, QColor] = {}
 

@@ -27,8 +27,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui import theme
-from gpuwatch.ui.overlay import CATEGORY_LABELS, Overlay
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay
+from gpuwatch.ui.widgets import theme
 
 
 class Segment(NamedTuple):

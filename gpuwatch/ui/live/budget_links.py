@@ -6,7 +6,7 @@ Links are keyed by the full command line, so relaunching the same training comma
 
 from __future__ import annotations
 
-from gpuwatch.ui.budget_adapter import BudgetRequest
+from gpuwatch.ui.live.budget_adapter import BudgetRequest
 from gpuwatch.ui.settings import Settings
 
 LINKS_KEY = "budget/links"

@@ -1,0 +1,1 @@
+"""The live window: GPU cards, time plots, the process table, budget and advisor tabs."""

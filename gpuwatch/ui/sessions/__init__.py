@@ -1,0 +1,1 @@
+"""Recorded sessions in the window: recording, the session browser, replay and export."""
