@@ -11,6 +11,11 @@ from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from sim_support import make_scenario, sim_backend
+
+from gpuwatch.telemetry.nvml import NvmlBackend
+from gpuwatch.telemetry.sim.scenario import Scenario
+
 # Property-based tests: a quick profile for `make test` and CI, a long one for a local
 # hunt (`pytest --hypothesis-profile=long`). Deadlines are off: speed is not asserted.
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
@@ -18,11 +23,6 @@ settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True
 settings.register_profile("long", max_examples=2000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("GPUWATCH_HYPOTHESIS_PROFILE", "ci"))
-
-from sim_support import make_scenario, sim_backend
-
-from gpuwatch.telemetry.nvml import NvmlBackend
-from gpuwatch.telemetry.sim.scenario import Scenario
 
 
 @pytest.fixture
