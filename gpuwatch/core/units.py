@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from typing import Literal
 
 UnitSystem = Literal["iec", "si"]
@@ -42,10 +43,25 @@ class UnitError(ValueError):
     """A size or rate string that cannot be read."""
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 2, 2 * _SHOWN_CHARS, 2 * _SHOWN_CHARS
+
+
 def shown(value: object, limit: int = _SHOWN_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters, so a message stays one short line."""
-    text = repr(value) if not isinstance(value, str) or len(value) <= 4 * limit \
-        else repr(value[: 2 * limit])
+    """``repr(value)`` cut to ``limit`` characters, so a message stays one short line.
+
+    Safe on any input: long strings, integers of thousands of digits, deeply nested
+    lists and tables.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**limit:
+        digits = int(abs(value).bit_length() * 0.30103) + 1
+        return f"a {'negative ' if value < 0 else ''}number of about {digits} digits"
+    if isinstance(value, str):
+        text = repr(value[: 2 * limit])
+    elif isinstance(value, list | tuple | dict | set | frozenset):
+        text = _REPR.repr(value)
+    else:
+        text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

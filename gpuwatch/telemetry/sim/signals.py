@@ -2,6 +2,10 @@
 
 Every signal is a function of scenario seconds (seconds since its process started,
 for process signals). Point lists interpolate linearly and hold their end values.
+
+Generators check their own parameters when built: periods must be finite and greater
+than zero and levels finite, so a signal can never divide by zero or return NaN.
+A :class:`SignalError` names the offending parameter by its scenario-file key.
 """
 
 from __future__ import annotations
@@ -12,12 +16,36 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
+class SignalError(ValueError):
+    """A generator parameter that cannot work; ``key`` is its name in a scenario file."""
+
+    def __init__(self, key: str, reason: str):
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
+def _finite(key: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise SignalError(key, f"must be a finite number, got {value!r}")
+
+
+def _period(key: str, value: float) -> None:
+    _finite(key, value)
+    if value <= 0:
+        raise SignalError(key, f"must be greater than 0, got {value:g}")
+
+
 class Signal:
     def at(self, t: float) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
     def peak(self, until_s: float) -> float:
         """An upper bound of the value over [0, until_s] (used for sanity checks and docs)."""
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def floor(self, until_s: float) -> float:
+        """A lower bound of the value over [0, until_s]."""
         raise NotImplementedError  # pragma: no cover - interface
 
 
@@ -29,6 +57,9 @@ class Constant(Signal):
         return self.value
 
     def peak(self, until_s: float) -> float:
+        return self.value
+
+    def floor(self, until_s: float) -> float:
         return self.value
 
 
@@ -48,8 +79,15 @@ class Points(Signal):
         v0, v1 = values[i - 1], values[i]
         return v0 + (v1 - v0) * (t - t0) / (t1 - t0)
 
+    def __post_init__(self) -> None:
+        if not self.times or len(self.times) != len(self.values):
+            raise SignalError("points", "needs as many times as values, at least one")
+
     def peak(self, until_s: float) -> float:
         return max(self.values)
+
+    def floor(self, until_s: float) -> float:
+        return min(self.values)
 
 
 @dataclass(frozen=True)
@@ -64,12 +102,21 @@ class Sawtooth(Signal):
     period_s: float
     leak_per_s: float = 0.0
 
+    def __post_init__(self) -> None:
+        _finite("low", self.low)
+        _finite("high", self.high)
+        _period("period_s", self.period_s)
+        _finite("leak_per_min", self.leak_per_s)
+
     def at(self, t: float) -> float:
         phase = (t % self.period_s) / self.period_s
         return self.low + (self.high - self.low) * phase + self.leak_per_s * t
 
     def peak(self, until_s: float) -> float:
-        return self.high + self.leak_per_s * until_s
+        return max(self.low, self.high) + max(0.0, self.leak_per_s * until_s)
+
+    def floor(self, until_s: float) -> float:
+        return min(self.low, self.high) + min(0.0, self.leak_per_s * until_s)
 
 
 @dataclass(frozen=True)
@@ -81,11 +128,23 @@ class Spikes(Signal):
     every_s: float
     width_s: float
 
+    def __post_init__(self) -> None:
+        _finite("base", self.base)
+        _finite("peak", self.peak_value)
+        _period("every_s", self.every_s)
+        _period("width_s", self.width_s)
+        if self.width_s > self.every_s:
+            raise SignalError("width_s", f"must not be longer than every_s ({self.every_s:g}), "
+                              f"got {self.width_s:g}")
+
     def at(self, t: float) -> float:
         return self.peak_value if (t % self.every_s) < self.width_s else self.base
 
     def peak(self, until_s: float) -> float:
         return max(self.base, self.peak_value)
+
+    def floor(self, until_s: float) -> float:
+        return min(self.base, self.peak_value)
 
 
 @dataclass(frozen=True)
@@ -96,11 +155,19 @@ class Wave(Signal):
     amplitude: float
     period_s: float
 
+    def __post_init__(self) -> None:
+        _finite("mean", self.mean)
+        _finite("amplitude", self.amplitude)
+        _period("period_s", self.period_s)
+
     def at(self, t: float) -> float:
         return self.mean + self.amplitude * math.sin(2 * math.pi * t / self.period_s)
 
     def peak(self, until_s: float) -> float:
         return self.mean + abs(self.amplitude)
+
+    def floor(self, until_s: float) -> float:
+        return self.mean - abs(self.amplitude)
 
 
 GeneratorFactory = Callable[[dict[str, float]], Signal]
