@@ -17,10 +17,12 @@ import numpy as np
 
 from gpuwatch.advisor.budget_link import LinkedBudget
 from gpuwatch.advisor.gpu_log import GpuLog
+from gpuwatch.advisor.process_log import ProcessExit
 from gpuwatch.advisor.settings import MIB, AdvisorSettings
 from gpuwatch.core.hints import AllocatorStats, HintAction, HintKey, Severity
 from gpuwatch.core.history import History, Ring
 from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample, Snapshot
+from gpuwatch.core.units import format_duration
 
 ProcessKey = tuple[int, int]   # (gpu index, pid)
 
@@ -40,10 +42,18 @@ class Finding:
     values: tuple[tuple[str, float | int | None], ...] = ()
     immediate: bool = False     # open at once, without waiting for open_after_s
     clear_after_s: float | None = None   # override the engine's clear_after_s (0: at once)
+    ended: bool = False         # not a condition but its end: close an open hint at once
 
     @property
     def key(self) -> HintKey:
         return (self.code, self.gpu_index, self.pid)
+
+
+def ended(code: str, gpu_index: int, pid: int | None = None) -> Finding:
+    """A rule's statement that the condition behind an open hint is over now (memory was
+    given back when its process exited, say), rather than merely unseen: the engine
+    closes the hint at once instead of waiting ``clear_after_s``."""
+    return Finding(code, Severity.INFO, gpu_index, pid, "", ended=True)
 
 
 def recent_rows(ring: Ring, now_s: float, span_s: float,
@@ -60,7 +70,8 @@ class RuleContext:
     def __init__(self, history: History, settings: AdvisorSettings,
                  links: Mapping[ProcessKey, LinkedBudget],
                  allocator: Mapping[ProcessKey, AllocatorStats],
-                 active: frozenset[HintKey], gpu_log: GpuLog):
+                 active: frozenset[HintKey], gpu_log: GpuLog,
+                 exits: Sequence[ProcessExit] = ()):
         if history.latest is None:
             raise ValueError("the history is empty")
         self.history = history
@@ -71,6 +82,7 @@ class RuleContext:
         self.allocator = allocator
         self.active = active
         self.gpu_log = gpu_log
+        self.exits = tuple(exits)      # processes that left a GPU lately, oldest first
         self._cache: dict[tuple, dict[str, np.ndarray]] = {}
 
     def is_active(self, code: str, gpu_index: int, pid: int | None = None) -> bool:
@@ -104,6 +116,14 @@ class RuleContext:
         ring = self.history.process(gpu_index, pid)
         return None if ring is None else ring.peak_since("used_bytes", self.now_s - span_s)
 
+    def first_seen_s(self, gpu_index: int, pid: int) -> float | None:
+        return first_seen_s(self.history, gpu_index, pid)
+
+    def last_exit_s(self, gpu_index: int) -> float | None:
+        """When a process last left the GPU (the first snapshot without it), if lately."""
+        times = [e.exited_at_s for e in self.exits if e.gpu_index == gpu_index]
+        return max(times) if times else None
+
     def limit_bytes(self, gpu: GpuSample) -> float | None:
         """What can be used before allocations fail: total − reserved − a safety margin."""
         total = gpu.memory.total_bytes
@@ -122,6 +142,15 @@ class RuleContext:
         return float(sum(known)) if known or used is not None else None
 
 
+def first_seen_s(history: History, gpu_index: int, pid: int) -> float | None:
+    """When the process was first seen on the GPU; None when unknown, or when it is
+    older than its ring reaches (a full ring: it has run for an hour at least)."""
+    ring = history.process(gpu_index, pid)
+    if ring is None or not len(ring) or len(ring) >= ring.capacity:
+        return None
+    return float(ring.since(-math.inf, ("timestamp_s",))["timestamp_s"][0])
+
+
 def _process_key(gpu_index: int, pid: int, span_s: float) -> tuple:
     """A process window's key in ``RuleContext``'s per-evaluation cache."""
     return ("process", gpu_index, pid, span_s)
@@ -137,6 +166,18 @@ def format_growth(bytes_per_s: float) -> str:
     if abs(per_min) >= 1024 * MIB:
         return f"{per_min / (1024 * MIB):.1f} GiB/min"
     return f"{per_min / MIB:.0f} MiB/min"
+
+
+def format_eta(seconds: float) -> str:
+    """A time to come, rounded as people say it: ``45 s``, ``1 min 50 s``, ``12 min``,
+    ``3 h 10 min`` (5 s steps under a minute, 10 s under 10 min, then minutes)."""
+    step = 5 if seconds < 60 else 10 if seconds < 600 else 60 if seconds < 7200 else 600
+    return format_duration(max(step, round(seconds / step) * step))
+
+
+def steadily(tau: float) -> str:
+    """Kendall's tau of a climb in words."""
+    return "steadily" if tau >= 0.9 else "fairly steadily" if tau >= 0.7 else "unevenly"
 
 
 def finite(value: float | None) -> bool:

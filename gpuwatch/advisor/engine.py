@@ -2,13 +2,16 @@
 
 Call :meth:`Advisor.update` after each ``History.append``. It returns only what
 changed (:class:`HintEvent` opened / updated / closed); :attr:`Advisor.active` is the
-current list, worst first. Time is the snapshot's timestamp, never the wall clock.
+current list, worst first and, within a severity, soonest failure first.
+:meth:`Advisor.pending_judgements` says which checks cannot judge yet (too little
+history). Time is the snapshot's timestamp, never the wall clock.
 
 Hysteresis in time, per hint key (code, GPU, pid):
 
 * a condition must hold ``open_after_s`` before its hint opens (critical ones 5 s at
   most, ``immediate`` findings such as a lost GPU at once);
-* an open hint stays open until its condition has been gone ``clear_after_s``;
+* an open hint stays open until its condition has been gone ``clear_after_s`` (a rule
+  may say the condition *ended*, e.g. memory was given back: then it closes at once);
 * a closed warning or info hint does not reopen within ``cooldown_s`` (a critical
   one always may);
 * while open, a higher severity is reported at once; a lower one only after the higher
@@ -22,12 +25,14 @@ Rules add hysteresis in value (looser thresholds to stay open than to open).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuwatch.advisor.budget_link import LinkedBudget, link_estimate
 from gpuwatch.advisor.context import Finding, ProcessKey, RuleContext
 from gpuwatch.advisor.gpu_log import GpuLog
+from gpuwatch.advisor.pending import pending_judgements
+from gpuwatch.advisor.process_log import ProcessLog
 from gpuwatch.advisor.rules import RULE_PERIODS_S, RULES
 from gpuwatch.advisor.settings import AdvisorSettings
 from gpuwatch.budget import Estimate, ModelSpec
@@ -61,6 +66,15 @@ class _Track:
         return max([self.finding.severity, *recent])
 
 
+def urgency(hint: Hint) -> tuple:
+    """The order of :attr:`Advisor.active`: worst severity first; within a severity the
+    soonest failure (``time_to_full_s``) first, hints without one after; then oldest."""
+    ttf = hint.value("time_to_full_s")
+    soon = float(ttf) if isinstance(ttf, int | float) and math.isfinite(ttf) else math.inf
+    return (-hint.severity.rank, soon, hint.opened_at_s, hint.gpu_index,
+            -1 if hint.pid is None else hint.pid, hint.code)
+
+
 def _hint(f: Finding, opened_at_s: float, now_s: float) -> Hint:
     return Hint(code=f.code, severity=f.severity, gpu_index=f.gpu_index, pid=f.pid,
                 title=f.title, evidence=f.evidence, actions=f.actions,
@@ -81,6 +95,8 @@ class Advisor:
         self._closed_at: dict[HintKey, float] = {}
         self._rule_runs: dict[Rule, tuple[float, list[Finding]]] = {}
         self._gpu_log = GpuLog()
+        self._process_log = ProcessLog()
+        self._history: History | None = None
         self._last_s: float | None = None
 
     # --- inputs besides the history -------------------------------------------
@@ -119,10 +135,19 @@ class Advisor:
     # --- outputs ------------------------------------------------------------------
     @property
     def active(self) -> list[Hint]:
-        """Open hints, worst first (then oldest first)."""
+        """Open hints, worst first; within a severity the soonest failure first (the
+        shortest ``time_to_full_s``), then the oldest (see :func:`urgency`)."""
         hints = [t.hint for t in self._tracks.values() if t.hint is not None]
-        return sorted(hints, key=lambda h: (-h.severity.rank, h.opened_at_s, h.gpu_index,
-                                            -1 if h.pid is None else h.pid, h.code))
+        return sorted(hints, key=urgency)
+
+    def pending_judgements(self) -> list[str]:
+        """Checks that cannot judge yet for want of history, one short sentence each
+        (e.g. "Leak detection needs 12 min of history per process: pid 4242 (python)
+        has 5 min so far"); empty when every check can judge. Reads the history last
+        passed to :meth:`update`."""
+        if self._history is None or self._history.latest is None:
+            return []
+        return pending_judgements(self._history, self.settings)
 
     def update(self, history: History) -> list[HintEvent]:
         """Evaluate the rules on ``history.latest``; return the hints that changed."""
@@ -130,21 +155,29 @@ class Advisor:
         if snap is None or (self._last_s is not None and snap.timestamp_s <= self._last_s):
             return []
         now = self._last_s = snap.timestamp_s
+        self._history = history
+        s = self.settings
         self._gpu_log.observe(snap)
+        open_hints = {k: t.hint for k, t in self._tracks.items() if t.hint is not None}
+        self._process_log.observe(history, open_hints, self._links, s.oom_exit_window_s,
+                                  s.oom_exit_show_s)
         self._take_probe_figures(snap)
-        open_keys = frozenset(k for k, t in self._tracks.items() if t.hint is not None)
-        ctx = RuleContext(history, self.settings, self._links, self._allocator, open_keys,
-                          self._gpu_log)
+        ctx = RuleContext(history, s, self._links, self._allocator, frozenset(open_hints),
+                          self._gpu_log, tuple(self._process_log.exits.values()))
         findings: dict[HintKey, Finding] = {}
+        over: set[HintKey] = set()
         live = {(p.gpu_index, p.pid) for p in snap.processes}
         due = self._due_periodic(now)
         for rule in self.rules:
             for f in self._run(rule, ctx, now, live, rule is due):
+                if f.ended:
+                    over.add(f.key)
+                    continue
                 seen = findings.get(f.key)
                 if seen is None or f.severity > seen.severity:
                     findings[f.key] = f
         events = [e for f in findings.values() if (e := self._hold(f, now)) is not None]
-        events += self._expire(findings, now)
+        events += self._expire(findings, now, over)
         return events
 
     def _due_periodic(self, now: float) -> Rule | None:
@@ -205,16 +238,18 @@ class Advisor:
             return HintEvent(HintEventKind.UPDATED, track.hint, now)
         return None
 
-    def _expire(self, findings: Mapping[HintKey, Finding], now: float) -> list[HintEvent]:
+    def _expire(self, findings: Mapping[HintKey, Finding], now: float,
+                over: Collection[HintKey] = ()) -> list[HintEvent]:
+        """Close the hints whose condition has been gone long enough, or ended (``over``)."""
         events = []
         for key, track in list(self._tracks.items()):
             if key in findings:
                 continue
             if track.hint is None:
                 del self._tracks[key]            # broke off before it opened
-            elif now - track.last_true_s >= (self.settings.clear_after_s
-                                             if track.finding.clear_after_s is None
-                                             else track.finding.clear_after_s):
+            elif key in over or now - track.last_true_s >= (
+                    self.settings.clear_after_s if track.finding.clear_after_s is None
+                    else track.finding.clear_after_s):
                 del self._tracks[key]
                 self._closed_at[key] = now
                 events.append(HintEvent(HintEventKind.CLOSED, replace(track.hint,

@@ -35,6 +35,21 @@ class AdvisorSettings:
     trend_min_tau: float = 0.6          # Kendall's tau of the peaks: how steady the climb is
     trend_keep_tau: float = 0.4         # an open trend hint stays while tau is above this
     trend_tie_fraction: float = 0.002   # peaks closer than this (of total) are a tie for tau
+    # The climb must be current: over the newest part of the window the peaks climb
+    # steadily on their own (their line gives the rate), and the newest half of it tops
+    # every earlier peak. A climb that levelled off is not a risk, whatever the fit.
+    trend_recent_s: float = 120.0
+    # Growth in a process's first minutes on a GPU is its warm-up (loading weights, the
+    # first steps and evaluation filling the caching allocator), not a trend.
+    oom_warmup_s: float = 120.0
+
+    # --- likely-oom ---------------------------------------------------------------
+    # A process that exits while its GPU was this full (of total − reserved, the peak of
+    # its last ``oom_exit_window_s``), or while oom-risk was open for that GPU, probably
+    # died of an out-of-memory error; the hint stays up ``oom_exit_show_s``.
+    oom_exit_used_fraction: float = 0.95
+    oom_exit_window_s: float = 30.0
+    oom_exit_show_s: float = 600.0
 
     # --- memory-leak ------------------------------------------------------------
     leak_window_s: float = 1800.0

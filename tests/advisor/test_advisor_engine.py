@@ -172,3 +172,46 @@ def test_slow_rules_take_turns() -> None:
             per_sample[t] = per_sample.get(t, 0) + 1
     assert max(per_sample.values()) == 1
     assert len(runs["oom_risk"]) == 61                 # the others: every sample
+
+
+def test_an_ended_condition_closes_its_hint_at_once() -> None:
+    from gpuwatch.advisor.context import ended
+
+    def rule(ctx: RuleContext) -> list[Finding]:
+        t = ctx.now_s - T0
+        if t < 40:
+            return [Finding("test", W, 0, None, "title")]
+        return [ended("test", 0)] if t == 40 else []
+
+    advisor = Advisor(SETTINGS, rules=[rule])
+    history, log = History(), []
+    for t in range(0, 100):
+        history.append(snapshot(float(t), gpu(used=GIB)))
+        log += [(e.at_s - T0, e.kind.value) for e in advisor.update(history)]
+    assert log == [(15, "opened"), (40, "closed")]          # not 30 s later
+
+
+def test_an_ended_condition_that_never_opened_leaves_nothing() -> None:
+    from gpuwatch.advisor.context import ended
+
+    advisor = Advisor(SETTINGS, rules=[lambda ctx: [ended("test", 0)]])
+    history = History()
+    history.append(snapshot(0, gpu()))
+    assert advisor.update(history) == [] and advisor.active == []
+
+
+def test_same_severity_sorts_by_time_to_failure() -> None:
+    def rule(ctx: RuleContext) -> list[Finding]:
+        return [Finding("slow", W, 0, None, "full in 9 min", immediate=True,
+                        values=(("time_to_full_s", 540.0),)),
+                Finding("none", W, 1, None, "no forecast", immediate=True),
+                Finding("soon", W, 2, None, "full in 3 min", immediate=True,
+                        values=(("time_to_full_s", 180.0),)),
+                Finding("worst", C, 3, None, "critical, later", immediate=True,
+                        values=(("time_to_full_s", 900.0),))]
+
+    advisor = Advisor(SETTINGS, rules=[rule])
+    history = History()
+    history.append(snapshot(0, gpu()))
+    advisor.update(history)
+    assert [h.code for h in advisor.active] == ["worst", "soon", "slow", "none"]

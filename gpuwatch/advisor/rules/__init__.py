@@ -6,11 +6,12 @@ from gpuwatch.advisor.rules.contention import contention
 from gpuwatch.advisor.rules.fragmentation import fragmentation
 from gpuwatch.advisor.rules.gpu_lost import gpu_lost
 from gpuwatch.advisor.rules.leak import memory_leak
+from gpuwatch.advisor.rules.likely_oom import likely_oom
 from gpuwatch.advisor.rules.oom_risk import oom_risk
 from gpuwatch.advisor.rules.underused import underused
 
-RULES = (gpu_lost, oom_risk, budget_exceeds_capacity, memory_leak, fragmentation, contention,
-         underused, bandwidth_saturated)
+RULES = (gpu_lost, oom_risk, likely_oom, budget_exceeds_capacity, memory_leak, fragmentation,
+         contention, underused, bandwidth_saturated)
 
 # Rules that look at trends over many minutes run every few seconds, not every sample:
 # their answer cannot change faster, and with 64 processes a GPU they are most of the cost.
@@ -18,9 +19,9 @@ RULES = (gpu_lost, oom_risk, budget_exceeds_capacity, memory_leak, fragmentation
 RULE_PERIODS_S = {memory_leak: 10.0, contention: 5.0, underused: 10.0,
                   bandwidth_saturated: 5.0}
 
-CODES = ("oom-risk", "budget-exceeds-capacity", "memory-leak", "fragmentation", "contention",
-         "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")
+CODES = ("oom-risk", "likely-oom", "budget-exceeds-capacity", "memory-leak", "fragmentation",
+         "contention", "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")
 
 __all__ = ["CODES", "RULES", "RULE_PERIODS_S", "bandwidth_saturated",
-           "budget_exceeds_capacity", "contention", "fragmentation", "gpu_lost", "memory_leak",
-           "oom_risk", "underused"]
+           "budget_exceeds_capacity", "contention", "fragmentation", "gpu_lost", "likely_oom",
+           "memory_leak", "oom_risk", "underused"]
