@@ -32,8 +32,9 @@ def bandwidth_saturated(ctx: RuleContext) -> list[Finding]:
         if low < bar:
             continue
         bw = w["estimated_bandwidth_bytes_per_s"]
-        evidence = [f"memory busy ≥ {low:.0f} % of the time for "
-                    f"{format_duration(t[-1] - t[0])} (10th percentile)"]
+        share = 100 * (1 - s.bandwidth_quantile)
+        evidence = [f"memory busy (being read or written) {low:.0f} % of the time or more, in "
+                    f"{share:.0f} % of the samples of the last {format_duration(t[-1] - t[0])}"]
         if not np.isnan(bw).all():
             evidence.append(f"≈ {format_rate(float(np.nanmean(bw)))} estimated "
                             "(busy % × peak bandwidth)")

@@ -17,7 +17,7 @@ import numpy as np
 from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.core.hints import AllocatorStats, HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
-from gpuwatch.core.units import format_bytes
+from gpuwatch.core.units import format_bytes, format_duration
 
 CODE = "fragmentation"
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
@@ -65,11 +65,11 @@ def _from_budget(ctx: RuleContext, gpu: GpuSample, p: ProcessSample) -> Finding 
         process_name=p.name,
         title=(f"pid {p.pid} holds {format_bytes(extra)} more than its budget: "
                "likely allocator fragmentation"),
-        evidence=(f"measured {format_bytes(measured)} (90th percentile, last "
-                  f"{s.frag_window_s:.0f} s) vs budget peak {format_bytes(link.peak_bytes)} "
-                  f"({link.label})",
-                  f"unexplained {format_bytes(extra)} = {100 * extra / link.peak_bytes:.0f} % "
-                  "of the budget"),
+        evidence=(f"it holds {format_bytes(measured)} (its usual peak over the last "
+                  f"{format_duration(s.frag_window_s)}); its budget ({link.label}) peaks at "
+                  f"{format_bytes(link.peak_bytes)}",
+                  f"{format_bytes(extra)} ({100 * extra / link.peak_bytes:.0f} % of the "
+                  "budget) is not explained by the model, its optimizer or activations"),
         actions=_actions(extra),
         values=(("measured_bytes", int(measured)), ("budget_bytes", link.peak_bytes),
                 ("unexplained_bytes", int(extra))),

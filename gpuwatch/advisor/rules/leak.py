@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuwatch.advisor.context import Finding, RuleContext, format_growth
+from gpuwatch.advisor.context import (
+    Finding,
+    RuleContext,
+    format_eta,
+    format_growth,
+    steadily,
+)
 from gpuwatch.advisor.rules.fragmentation import ALLOC_CONF, unexplained
 from gpuwatch.advisor.trend import Trend, bucket_extremes, theil_sen
 from gpuwatch.core.hints import HintAction, Severity
@@ -74,11 +80,11 @@ def _finding(ctx: RuleContext, gpu: GpuSample, p: ProcessSample, trend: Trend) -
     start, end = trend.at(trend.t_ref - trend.span_s), trend.at(trend.t_ref)
     if p.used_bytes is not None:
         end = min(end, float(p.used_bytes))
-    evidence = [f"floor of its memory rose {format_growth(trend.slope)} over the last "
-                f"{format_duration(trend.span_s)} ({format_bytes(start)} → {format_bytes(end)}, "
-                f"steadiness tau {trend.tau:.2f})"]
+    evidence = [f"the low point of its memory between steps rose {steadily(trend.tau)} for "
+                f"{format_duration(trend.span_s)}: {format_bytes(start)} → "
+                f"{format_bytes(end)}, {format_growth(trend.slope)}"]
     if ttf is not None:
-        evidence.append(f"at this rate GPU {gpu.index} is full in ~{format_duration(ttf)}")
+        evidence.append(f"at this rate GPU {gpu.index} is full in ~{format_eta(ttf)}")
     return Finding(
         code=CODE, severity=Severity.WARNING, gpu_index=gpu.index, pid=p.pid,
         process_name=p.name,
