@@ -82,16 +82,18 @@ class Run:
 
 
 def run_scenario(demo: str, duration_s: float, step_s: float = 1.0,
-                 advisor: Advisor | None = None, loop: bool = False) -> Run:
-    """Drive a scenario through the real simulated backend and the advisor."""
+                 advisor: Advisor | None = None, loop: bool = False,
+                 times: Iterable[float] | None = None) -> Run:
+    """Drive a scenario through the real simulated backend and the advisor, sampling
+    every ``step_s`` up to ``duration_s`` (or at ``times``, ascending)."""
     backend = open_backend(SourceOptions(demo=demo, time_scale="max", loop=loop))
     advisor = advisor or Advisor()
     history = History()
     run = Run()
+    if times is None:
+        times = [i * step_s for i in range(int(duration_s / step_s) + 1)]
     try:
-        n = int(duration_s / step_s)
-        for i in range(n + 1):
-            t = i * step_s
+        for t in times:
             backend.clock.set_elapsed(t)   # type: ignore[attr-defined]
             snap = backend.sample()
             history.append(snap)
