@@ -58,7 +58,7 @@ def _links_underused(a: Advisor) -> None:
 # scenario -> (duration s, expected codes, links)
 SCENARIOS: dict[str, tuple[float, set[str], Callable[[Advisor], None] | None]] = {
     "workstation": (3600, set(), _links_workstation),
-    "oom-ramp": (600, {"oom-risk"}, None),
+    "oom-ramp": (600, {"oom-risk", "likely-oom"}, None),
     "leak": (7200, {"memory-leak"}, None),
     "fragmentation": (1800, {"fragmentation"}, _links_fragmentation),
     "multi-gpu-ddp": (3600, set(), None),
