@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import CnnSpec, TransformerSpec
+from gpuwatch.core.units import shown
 
 
 def _gpt2(name: str, layers: int, hidden: int, heads: int) -> TransformerSpec:
@@ -158,5 +159,5 @@ def lookup_model(name: str, image: tuple[int, int] | None = None) -> Transformer
 
         return build_cnn(key, image)
     raise BudgetError(
-        "--model", f"unknown model {name!r}; known models: {', '.join(model_names())}."
+        "--model", f"unknown model {shown(name)}; known models: {', '.join(model_names())}."
     )

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpuwatch.budget.bounds import MAX_IMAGE, bound_text
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import CnnLayer, CnnSpec, ParamGroup
 from gpuwatch.budget.unet import build_sd15_unet
+from gpuwatch.core.units import shown
 
 
 @dataclass
@@ -230,6 +232,9 @@ def build_cnn(name: str, image: tuple[int, int] | None = None) -> CnnSpec:
         raise BudgetError(
             "--image", f"image {image[0]}x{image[1]} is too small for {name}; use at least 32x32."
         )
+    if max(image) > MAX_IMAGE:
+        raise BudgetError("--image", f"image {image[0]}x{image[1]} is larger than "
+                                     f"{bound_text(MAX_IMAGE)} pixels a side.")
     if name not in _BUILDERS:
-        raise BudgetError("--model", f"unknown CNN {name!r}.")
+        raise BudgetError("--model", f"unknown CNN {shown(name)}.")
     return _BUILDERS[name](image)

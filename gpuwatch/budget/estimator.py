@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpuwatch.budget import activations as act
+from gpuwatch.budget.bounds import divisors
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
@@ -220,11 +221,41 @@ def kv_cache_bytes(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) ->
     return 2 * layers * width * per_layer_tokens * wl.batch * kvb / setup.tp / setup.pp
 
 
+def check_consistent(spec: ModelSpec, wl: Workload, setup: Setup) -> None:
+    """Refuse a setup that contradicts the model: parallelism it cannot be split into,
+    an image smaller than a ViT patch."""
+    if isinstance(spec, CnnSpec):
+        if setup.pp > max(1, len(spec.layers)):
+            raise BudgetError("--pp", f"--pp {setup.pp} is more than the {len(spec.layers)} "
+                                      f"layers of {spec.name}; a pipeline stage needs a layer.")
+        return
+    name, layers = spec.name, spec.total_layers
+    if setup.pp > layers:
+        raise BudgetError("--pp", f"--pp {setup.pp} is more than the {layers} layers of "
+                                  f"{name}; a pipeline stage needs at least one layer.")
+    tp, heads, kv = setup.tp, spec.heads, spec.kv
+    if tp > heads:
+        raise BudgetError("--tp", f"--tp {tp} is more than the {heads} attention heads of "
+                                  f"{name}; tensor parallelism splits whole heads.")
+    if tp > 1 and not spec.approx_params:
+        if heads % tp:
+            raise BudgetError("--tp", f"--tp {tp} does not divide the {heads} attention heads "
+                                      f"of {name}; use one of {divisors(heads)}.")
+        if (kv % tp if tp <= kv else tp % kv):
+            raise BudgetError("--tp", f"--tp {tp} does not split the {kv} key/value heads of "
+                                      f"{name} evenly; use a divisor of {kv} "
+                                      f"({divisors(kv)}) or a multiple of it.")
+    if spec.arch == "vit" and wl.image is not None and min(wl.image) < spec.patch:
+        raise BudgetError("--image", f"--image {wl.image[0]}x{wl.image[1]} is smaller than "
+                                     f"one {spec.patch}x{spec.patch} patch of {name}.")
+
+
 def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) -> Estimate:
     """The memory budget of ``spec`` under ``workload`` and ``setup`` (default: amp-bf16, AdamW)."""
     from gpuwatch.budget.explain import explain
 
     setup = setup or Setup()
+    check_consistent(spec, workload, setup)
     p = get_precision(setup.precision)
     opt = get_optimizer(setup.optimizer)
     train = workload.mode == "train"
@@ -291,19 +322,24 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     else:
         head = max((g.numel for g in spec.param_groups() if not g.per_layer), default=0)
         grads_bwd = 0.0 if setup.lora_rank else min(grads, head * p.grad_bytes / setup.tp)
-    fixed = weights + optimizer + grads_bwd + overhead + act_fixed
-    scaling = activations - act_fixed + kv
+    # Peaks are summed from the rounded categories, in integers: with floats, a sum of
+    # 10**19-byte terms loses bytes and the overlap could come out negative.
+    w, g, o, st = round(weights), round(grads), round(optimizer), round(step_temp)
+    a, k, h, af = round(activations), round(kv), round(overhead), round(act_fixed)
+    gb = min(g, round(grads_bwd))
+    fixed = w + o + gb + h + af
+    scaling = a - af + k
     backward_peak = fixed + scaling
-    step_peak = (weights + grads + optimizer + step_temp + overhead) if train else 0.0
+    step_peak = (w + g + o + st + h) if train else 0
     breakdown = Breakdown(
-        parameters=round(weights),
-        gradients=round(grads),
-        optimizer_states=round(optimizer + step_temp),
-        activations=round(activations),
-        kv_cache=round(kv),
-        framework_overhead=round(overhead),
+        parameters=w,
+        gradients=g,
+        optimizer_states=o + st,
+        activations=a,
+        kv_cache=k,
+        framework_overhead=h,
     )
-    total = round(max(backward_peak, step_peak))
+    total = max(backward_peak, step_peak)
     phase = (
         "inference"
         if not train
@@ -317,14 +353,14 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         eager_acts = max(0, eager.breakdown.activations - breakdown.activations)
         eager_total = eager.total_bytes
     detail = Detail(
-        optimizer_persistent=round(optimizer),
-        optimizer_step_temp=round(step_temp),
-        grads_at_backward=round(grads_bwd),
+        optimizer_persistent=o,
+        optimizer_step_temp=st,
+        grads_at_backward=gb,
         loss_bytes=round(loss),
         host_bytes=round(host),
-        fixed_bytes=round(fixed),
+        fixed_bytes=fixed,
         per_sample_bytes=scaling / workload.batch,
-        step_bytes=round(step_peak),
+        step_bytes=step_peak,
         recompute_flops_percent={"none": 0.0, "selective": 3.0, "full": 33.0}[setup.checkpointing]
         if train
         else 0.0,

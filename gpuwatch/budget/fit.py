@@ -28,8 +28,8 @@ def min_gpus_zero3(
     """The fewest data-parallel GPUs that fit under ZeRO-3 (None: not even ``limit``).
 
     The per-GPU peak falls monotonically with N (the sharded terms shrink, the rest
-    stays), so a bisection over N needs about log2(limit) estimates; ``totals``
-    caches them across GPUs.
+    stays), so a bisection over N needs about log2(limit) estimates (never more than
+    ``limit.bit_length()`` steps); ``totals`` caches them across GPUs.
     """
     if est.workload.mode != "train":
         setup = replace(est.setup, dp=1, zero=0)
@@ -47,7 +47,9 @@ def min_gpus_zero3(
     lo, hi = 1, limit  # invariant: total(hi) fits
     if total(lo) <= capacity_bytes:
         return lo
-    while hi - lo > 1:
+    for _ in range(limit.bit_length()):
+        if hi - lo <= 1:
+            break
         mid = (lo + hi) // 2
         if total(mid) <= capacity_bytes:
             hi = mid

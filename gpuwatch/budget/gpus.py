@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwatch.budget.errors import BudgetError
+from gpuwatch.core.units import shown
 
 GIB = 1024**3
 TB_S = 10**12
@@ -63,5 +64,5 @@ def lookup_gpu(name: str) -> GpuInfo:
         if _key(gpu.name) == key or _key(gpu.name).replace("RTX-", "") == key:
             return gpu
     raise BudgetError(
-        "--gpu", f"unknown GPU {name!r}; known GPUs: {', '.join(g.name for g in GPUS)}."
+        "--gpu", f"unknown GPU {shown(name)}; known GPUs: {', '.join(g.name for g in GPUS)}."
     )

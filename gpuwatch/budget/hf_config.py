@@ -8,21 +8,58 @@ when they carry the usual keys, and the note says so.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from gpuwatch.budget.bounds import (
+    MAX_CHANNELS,
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_IMAGE,
+    MAX_LAYERS,
+    MAX_PARAMS,
+    MAX_VOCAB,
+    bound_text,
+)
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import TransformerSpec
+from gpuwatch.core.units import shown
 
 FIELD = "--config"
+
+# the most each kind of config.json field may hold (see gpuwatch.budget.bounds)
+_LIMITS: dict[str, int] = {
+    **dict.fromkeys(("n_layer", "num_hidden_layers", "num_layers", "num_decoder_layers"),
+                    MAX_LAYERS),
+    **dict.fromkeys(("n_embd", "hidden_size", "d_model"), MAX_HIDDEN),
+    **dict.fromkeys(("n_head", "num_attention_heads", "num_heads", "num_key_value_heads",
+                     "head_dim", "d_kv", "relative_attention_num_buckets"), MAX_HEADS),
+    **dict.fromkeys(("n_inner", "intermediate_size", "d_ff", "moe_intermediate_size"), MAX_FFN),
+    **dict.fromkeys(("vocab_size", "n_positions", "n_ctx", "max_position_embeddings",
+                     "type_vocab_size"), MAX_VOCAB),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts",
+                     "num_experts_per_tok"), MAX_EXPERTS),
+    "image_size": MAX_IMAGE,
+    "patch_size": MAX_IMAGE,
+    "num_channels": MAX_CHANNELS,
+}
+# fields that must be at least 1 when present (a zero would divide by zero or mean nothing)
+_POSITIVE = {"n_layer", "num_hidden_layers", "num_layers", "n_embd", "hidden_size", "d_model",
+             "n_head", "num_attention_heads", "num_heads", "num_key_value_heads",
+             "intermediate_size", "d_ff", "image_size", "patch_size", "num_channels",
+             "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+             "d_kv"}
 
 
 def _get(cfg: dict[str, Any], *names: str, default: Any = None, required: bool = True) -> Any:
     for name in names:
         if name in cfg and cfg[name] is not None:
             value = cfg[name]
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
+            if isinstance(value, bool) or not isinstance(value, int | float):
                 raise BudgetError(
-                    FIELD, f"config.json field {name!r} should be a number, not {value!r}."
+                    FIELD, f"config.json field {name!r} should be a number, not {shown(value)}."
                 )
             return value
     if required and default is None:
@@ -37,32 +74,73 @@ def _get(cfg: dict[str, Any], *names: str, default: Any = None, required: bool =
 
 def _int(cfg: dict[str, Any], *names: str, default: int | None = None) -> int:
     value = _get(cfg, *names, default=default)
-    if isinstance(value, str) or int(value) != value or value < 0:
+    name = next((n for n in names if cfg.get(n) is not None), names[0])
+    low = 1 if name in _POSITIVE else 0
+    high = _LIMITS.get(name, MAX_VOCAB)
+    if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
+        raise BudgetError(
+            FIELD, f"config.json field {name!r} should be a whole number, not {shown(value)}."
+        )
+    if not low <= value <= high:
         raise BudgetError(
             FIELD,
-            f"config.json field {names[0]!r} should be a non-negative whole number, not {value!r}.",
+            f"config.json field {name!r} should be a whole number from {low} to "
+            f"{bound_text(high)}, not {shown(value)}.",
         )
     return int(value)
 
 
+def _fraction(cfg: dict[str, Any], *names: str) -> float:
+    value = float(_get(cfg, *names, default=0.0, required=False))
+    if not 0.0 <= value < 1.0:  # NaN included
+        name = next((n for n in names if cfg.get(n) is not None), names[0])
+        raise BudgetError(
+            FIELD, f"config.json field {name!r} should be a fraction in [0, 1), not {value!r}."
+        )
+    return value
+
+
+def _text(cfg: dict[str, Any], name: str, default: str) -> str:
+    value = cfg.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise BudgetError(FIELD, f"config.json field {name!r} should be a string, "
+                                 f"not {shown(value)}.")
+    return value.lower()
+
+
+def _flag(cfg: dict[str, Any], name: str, default: bool) -> bool:
+    value = cfg.get(name, default)
+    if not isinstance(value, bool | None):
+        raise BudgetError(FIELD, f"config.json field {name!r} should be true or false, "
+                                 f"not {shown(value)}.")
+    return default if value is None else value
+
+
 def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
-    """The spec a ``config.json`` describes; :class:`BudgetError` names what is wrong."""
+    """The spec a ``config.json`` describes; :class:`BudgetError` names what is wrong.
+
+    Every field is bounded (``gpuwatch.budget.bounds``); a shape the fields contradict
+    (heads that do not divide the hidden size, a patch larger than the image) is
+    refused with the sentence the spec gives, marked as coming from ``config.json``.
+    """
     if not isinstance(cfg, dict):
         raise BudgetError(FIELD, "config.json should hold a JSON object of model settings.")
     if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
         cfg = cfg["text_config"]
-    kind = str(cfg.get("model_type", "")).lower()
-    dropout = float(
-        _get(
-            cfg,
-            "resid_pdrop",
-            "hidden_dropout_prob",
-            "dropout_rate",
-            "hidden_dropout",
-            default=0.0,
-            required=False,
-        )
-    )
+    try:
+        return _spec(cfg, name)
+    except BudgetError as e:
+        if e.field == FIELD:
+            raise
+        raise BudgetError(FIELD, f"config.json: {e}") from None
+
+
+def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
+    kind = _text(cfg, "model_type", "")
+    dropout = _fraction(cfg, "resid_pdrop", "hidden_dropout_prob", "dropout_rate",
+                        "hidden_dropout")
     if kind == "gpt2" or "n_embd" in cfg:
         h = _int(cfg, "n_embd")
         return TransformerSpec(
@@ -71,7 +149,7 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
             h,
             _int(cfg, "n_head"),
             _int(cfg, "vocab_size"),
-            ffn=_int(cfg, "n_inner", default=4 * h) if cfg.get("n_inner") else 4 * h,
+            ffn=_int(cfg, "n_inner", default=4 * h) if cfg.get("n_inner") is not None else 4 * h,
             max_positions=_int(cfg, "n_positions", "n_ctx", default=1024),
             dropout=dropout,
         )
@@ -92,7 +170,7 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
         )
     if kind in ("t5", "mt5", "umt5") or ("d_model" in cfg and "num_decoder_layers" in cfg):
         layers = _int(cfg, "num_layers")
-        gated = str(cfg.get("feed_forward_proj", "relu")).startswith("gated")
+        gated = _text(cfg, "feed_forward_proj", "relu").startswith("gated")
         return TransformerSpec(
             name,
             layers,
@@ -106,7 +184,7 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
             gated_mlp=gated,
             bias=False,
             relative_buckets=_int(cfg, "relative_attention_num_buckets", default=32),
-            tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+            tied_embeddings=_flag(cfg, "tie_word_embeddings", True),
             norm="rmsnorm",
             dropout=dropout,
         )
@@ -129,8 +207,9 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
     heads = _int(cfg, "num_attention_heads")
     hidden = _int(cfg, "hidden_size")
     experts = _int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=1) or 1
-    moe_ffn = cfg.get("moe_intermediate_size") if experts > 1 else None
-    head_dim = _int(cfg, "head_dim", default=0) if cfg.get("head_dim") else 0
+    moe_ffn = _int(cfg, "moe_intermediate_size", default=0) \
+        if experts > 1 and cfg.get("moe_intermediate_size") is not None else 0
+    head_dim = _int(cfg, "head_dim", default=0) if cfg.get("head_dim") is not None else 0
     if not head_dim and hidden % heads:
         raise BudgetError(
             FIELD, f"config.json: {heads} attention heads do not divide the hidden size {hidden}."
@@ -141,18 +220,18 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
         hidden,
         heads,
         _int(cfg, "vocab_size"),
-        ffn=int(moe_ffn) if moe_ffn else _int(cfg, "intermediate_size"),
+        ffn=moe_ffn or _int(cfg, "intermediate_size"),
         kv_heads=_int(cfg, "num_key_value_heads", default=heads),
         head_dim=head_dim,
         gated_mlp=True,
         norm="rmsnorm",
-        bias=bool(cfg.get("mlp_bias", False)),
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        bias=_flag(cfg, "mlp_bias", False),
+        tied_embeddings=_flag(cfg, "tie_word_embeddings", False),
         experts=experts,
         experts_per_token=_int(cfg, "num_experts_per_tok", default=min(2, experts))
         if experts > 1
         else 1,
-        dropout=float(_get(cfg, "attention_dropout", default=0.0, required=False)) and 0.0,
+        dropout=_fraction(cfg, "attention_dropout") and 0.0,
     )
 
 
@@ -163,17 +242,24 @@ def spec_from_params(params: float, vocab: int = 32000) -> TransformerSpec:
     head dimension 128), the largest such shape with untied embeddings that fits in
     ``params``; the parameters left over are carried as an unassigned block group.
     """
-    if not params >= 1:
-        raise BudgetError("--params", f"parameter count must be positive, not {params:g}.")
+    if not 1 <= params <= MAX_PARAMS:  # NaN and infinity included
+        raise BudgetError("--params", f"parameter count must be between 1 and "
+                                      f"{bound_text(MAX_PARAMS)}, not {params:g}.")
     total = round(params)
 
     def shape_params(layers: int) -> int:
         h = 128 * layers
         return 12 * layers * h * h + 2 * vocab * h
 
-    layers = 1
-    while shape_params(layers + 1) <= total:
-        layers += 1
+    # the largest layer count that fits: the cube root, then a few steps to the exact one
+    layers = max(1, int((total / (12 * 128 * 128)) ** (1 / 3)))
+    for _ in range(64):
+        if layers > 1 and shape_params(layers) > total:
+            layers -= 1
+        elif shape_params(layers + 1) <= total:
+            layers += 1
+        else:
+            break
     if shape_params(1) > total:  # tiny models: a single narrow layer
         spec = TransformerSpec(f"{total:,} params", 1, 64, 1, 0, bias=False, approx_params=True)
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpuwatch.budget.bounds import MAX_GRAD_ACCUM
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.estimator import Estimate, estimate
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
@@ -48,7 +49,7 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup) -> list[tuple[str, Work
         if s.dp > 1:
             for stage in range(s.zero + 1, 4):
                 add(f"--zero {stage}", replace(s, zero=stage))
-        if wl.batch > 1:
+        if wl.batch > 1 and wl.batch * wl.grad_accum <= MAX_GRAD_ACCUM:
             add(
                 f"--batch 1 --grad-accum {wl.batch * wl.grad_accum} (same effective batch)",
                 workload=replace(wl, batch=1, grad_accum=wl.batch * wl.grad_accum),

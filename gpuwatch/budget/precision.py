@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwatch.budget.errors import BudgetError
+from gpuwatch.core.units import shown
 
 INT4_GROUP = 64  # weights per fp16 scale in 4-bit group quantization
 
@@ -150,7 +151,7 @@ def get_precision(name: str) -> Precision:
     key = name.strip().lower()
     if key not in PRECISIONS:
         raise BudgetError(
-            "--precision", f"unknown precision {name!r}; use one of {', '.join(PRECISIONS)}."
+            "--precision", f"unknown precision {shown(name)}; use one of {', '.join(PRECISIONS)}."
         )
     return PRECISIONS[key]
 
@@ -162,7 +163,7 @@ def get_optimizer(name: str) -> OptimizerInfo:
     )
     if key not in OPTIMIZER_INFO:
         raise BudgetError(
-            "--optimizer", f"unknown optimizer {name!r}; use one of {', '.join(OPTIMIZERS)}."
+            "--optimizer", f"unknown optimizer {shown(name)}; use one of {', '.join(OPTIMIZERS)}."
         )
     return OPTIMIZER_INFO[key]
 

@@ -4,6 +4,11 @@ Under a fixed sequence, the peak is ``max(fixed + b·per_sample, step)``: affine
 the batch, so the largest batch is one division. Under a fixed batch, activations
 are a quadratic in the sequence (the a·s² scores without flash attention, linear
 with it): we read its three coefficients from the estimator and take the root.
+
+Neither searches, so both end after a fixed number of steps (the sequence solver runs
+the estimator three times), and their answers are capped at the largest batch and
+sequence gpuwatch accepts (2**20 and 2**24): a 1 EiB capacity for a tiny model says
+"at least 1,048,576", not a number no machine could run.
 """
 
 from __future__ import annotations
@@ -11,18 +16,23 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from gpuwatch.budget.bounds import MAX_BATCH, MAX_SEQ
 from gpuwatch.budget.estimator import Estimate, estimate
 from gpuwatch.budget.specs import ModelSpec, TransformerSpec
 
 
 def max_batch_size(est: Estimate, capacity_bytes: int) -> int:
-    """The largest micro-batch per GPU whose peak stays within ``capacity_bytes`` (0: none)."""
+    """The largest micro-batch per GPU whose peak stays within ``capacity_bytes`` (0: none).
+
+    Capped at :data:`MAX_BATCH`.
+    """
     d = est.detail
     if d.step_bytes > capacity_bytes or d.fixed_bytes > capacity_bytes:
         return 0
-    if d.per_sample_bytes <= 0:
+    if not d.per_sample_bytes > 0:
         return 0
-    return int((capacity_bytes - d.fixed_bytes) // d.per_sample_bytes)
+    room = (capacity_bytes - d.fixed_bytes) / d.per_sample_bytes
+    return MAX_BATCH if room >= MAX_BATCH else int(room)
 
 
 def _per_sample_at(spec: ModelSpec, est: Estimate, seq: int) -> float:
@@ -32,7 +42,10 @@ def _per_sample_at(spec: ModelSpec, est: Estimate, seq: int) -> float:
 
 
 def max_sequence_length(spec: ModelSpec, est: Estimate, capacity_bytes: int) -> int | None:
-    """The longest sequence for the estimate's batch that fits (None: not a token model)."""
+    """The longest sequence for the estimate's batch that fits (None: not a token model).
+
+    Capped at :data:`MAX_SEQ`.
+    """
     if not isinstance(spec, TransformerSpec) or spec.arch == "vit":
         return None
     d = est.detail
@@ -52,4 +65,6 @@ def max_sequence_length(spec: ModelSpec, est: Estimate, capacity_bytes: int) -> 
         s = budget / c1
     else:
         return None
-    return max(0, int(s))
+    if not s >= 0:  # NaN from a degenerate fit
+        return 0
+    return MAX_SEQ if s >= MAX_SEQ else int(s)

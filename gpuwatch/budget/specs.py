@@ -11,6 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuwatch.budget.bounds import (
+    MAX_CHANNELS,
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_IMAGE,
+    MAX_LAYERS,
+    MAX_PARAMS,
+    MAX_VOCAB,
+    check_int,
+)
 from gpuwatch.budget.errors import BudgetError
 
 ParamKind = Literal["embedding", "linear", "norm", "bias", "conv", "other"]
@@ -77,15 +89,31 @@ class TransformerSpec:
     extra_params: int = 0  # parameters not placed in the shape (a bare count's remainder)
 
     def __post_init__(self) -> None:
-        for name in ("layers", "hidden", "heads"):
-            if getattr(self, name) <= 0:
-                raise BudgetError(
-                    f"--{name}", f"{name} must be a positive integer, not {getattr(self, name)}."
-                )
-        if self.vocab < 0 or self.ffn < 0 or self.kv_heads < 0 or self.decoder_layers < 0:
-            raise BudgetError(
-                "--vocab", "vocab, ffn, kv-heads and decoder layers cannot be negative."
-            )
+        for name, low, high in (
+            ("layers", 1, MAX_LAYERS),
+            ("hidden", 1, MAX_HIDDEN),
+            ("heads", 1, min(MAX_HEADS, max(1, self.hidden))),
+            ("vocab", 0, MAX_VOCAB),
+            ("ffn", 0, MAX_FFN),
+            ("kv_heads", 0, self.heads if self.heads >= 1 else MAX_HEADS),
+            ("head_dim", 0, MAX_HEADS),
+            ("decoder_layers", 0, MAX_LAYERS),
+            ("max_positions", 0, MAX_VOCAB),
+            ("type_vocab", 0, MAX_VOCAB),
+            ("experts", 1, MAX_EXPERTS),
+            ("relative_buckets", 0, MAX_HEADS),
+            ("extra_params", 0, MAX_PARAMS),
+        ):
+            flag = f"--{name.replace('_', '-')}"
+            check_int(getattr(self, name), flag, low, high, name.replace("_", " "))
+        if not 0.0 <= self.dropout < 1.0:
+            raise BudgetError("--config", f"dropout must be a fraction in [0, 1), "
+                                          f"not {self.dropout!r}.")
+        if self.arch == "vit":
+            check_int(self.channels, "--config", 1, MAX_CHANNELS, "channels")
+            check_int(self.image, "--image", 1, MAX_IMAGE, "image size")
+            check_int(self.patch, "--config", 1, self.image, "patch size (at most the image)")
+            check_int(self.classes, "--config", 0, MAX_VOCAB, "classes")
         if not self.head_dim and self.hidden % self.heads:
             raise BudgetError(
                 "--heads", f"{self.heads} heads do not divide the hidden size {self.hidden}."

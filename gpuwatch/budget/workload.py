@@ -5,9 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwatch.budget.bounds import (
+    MAX_BATCH,
+    MAX_DP,
+    MAX_GRAD_ACCUM,
+    MAX_HEADS,
+    MAX_IMAGE,
+    MAX_LAYERS,
+    MAX_LORA_RANK,
+    MAX_SEQ,
+    check_int,
+)
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.precision import OPTIMIZERS, PRECISIONS
 from gpuwatch.budget.specs import ModelSpec
+from gpuwatch.core.units import MAX_SIZE_BYTES, MAX_SIZE_TEXT, shown
 
 Mode = Literal["train", "infer"]
 CHECKPOINTING = ("none", "selective", "full")
@@ -31,17 +43,18 @@ class Workload:
 
     def __post_init__(self) -> None:
         if self.mode not in ("train", "infer"):
-            raise BudgetError("--mode", f"mode must be train or infer, not {self.mode!r}.")
-        for name in ("batch", "seq", "grad_accum"):
-            if getattr(self, name) < 1:
-                raise BudgetError(
-                    f"--{name.replace('_', '-')}",
-                    f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}.",
-                )
-        if self.context is not None and self.context < 1:
-            raise BudgetError("--context", f"--context must be at least 1, not {self.context}.")
-        if self.image is not None and min(self.image) < 1:
-            raise BudgetError("--image", "--image needs a positive height and width.")
+            raise BudgetError("--mode", f"mode must be train or infer, not {shown(self.mode)}.")
+        for name, high in (("batch", MAX_BATCH), ("seq", MAX_SEQ),
+                           ("grad_accum", MAX_GRAD_ACCUM)):
+            flag = f"--{name.replace('_', '-')}"
+            check_int(getattr(self, name), flag, 1, high)
+        if self.context is not None:
+            check_int(self.context, "--context", 1, MAX_SEQ)
+        if self.image is not None:
+            if len(self.image) != 2:
+                raise BudgetError("--image", "--image needs a height and a width.")
+            for side in self.image:
+                check_int(side, "--image", 1, MAX_IMAGE, "--image height and width")
 
     @property
     def kv_context(self) -> int:
@@ -85,29 +98,25 @@ class Setup:
         if self.precision not in PRECISIONS:
             raise BudgetError(
                 "--precision",
-                f"unknown precision {self.precision!r}; use one of {', '.join(PRECISIONS)}.",
+                f"unknown precision {shown(self.precision)}; use one of {', '.join(PRECISIONS)}.",
             )
         if self.optimizer not in OPTIMIZERS:
             raise BudgetError(
                 "--optimizer",
-                f"unknown optimizer {self.optimizer!r}; use one of {', '.join(OPTIMIZERS)}.",
+                f"unknown optimizer {shown(self.optimizer)}; use one of {', '.join(OPTIMIZERS)}.",
             )
         if self.checkpointing not in CHECKPOINTING:
             raise BudgetError("--checkpointing", "checkpointing must be none, selective or full.")
         if self.zero not in (0, 1, 2, 3):
             raise BudgetError("--zero", f"ZeRO stage must be 0, 1, 2 or 3, not {self.zero}.")
-        for name in ("dp", "tp", "pp"):
-            if getattr(self, name) < 1:
-                raise BudgetError(
-                    f"--{name}", f"--{name} must be at least 1, not {getattr(self, name)}."
-                )
+        for name, high in (("dp", MAX_DP), ("tp", MAX_HEADS), ("pp", MAX_LAYERS)):
+            check_int(getattr(self, name), f"--{name}", 1, high)
         if self.offload not in OFFLOAD:
             raise BudgetError("--offload", "offload must be optimizer or params.")
         if self.offload == "params" and self.zero != 3:
             raise BudgetError("--offload", "offloading parameters needs ZeRO stage 3 (--zero 3).")
-        if self.lora_rank < 0:
-            raise BudgetError("--lora", f"LoRA rank must be positive, not {self.lora_rank}.")
-        if not 0.0 <= self.sparsity < 1.0:
+        check_int(self.lora_rank, "--lora", 0, MAX_LORA_RANK, "LoRA rank")
+        if not 0.0 <= self.sparsity < 1.0:  # NaN included
             raise BudgetError(
                 "--sparsity", f"sparsity must be a fraction in [0, 1), not {self.sparsity}."
             )
@@ -121,8 +130,9 @@ class Setup:
         ):
             raise BudgetError(
                 "--kv-precision",
-                f"unknown KV-cache precision {self.kv_precision!r}; "
+                f"unknown KV-cache precision {shown(self.kv_precision)}; "
                 "use fp32, bf16, fp16, fp8, int8 or int4.",
             )
-        if self.overhead_bytes is not None and self.overhead_bytes < 0:
-            raise BudgetError("--overhead", "the framework overhead cannot be negative.")
+        if self.overhead_bytes is not None and not 0 <= self.overhead_bytes <= MAX_SIZE_BYTES:
+            raise BudgetError("--overhead", "the framework overhead must be between 0 and "
+                                            f"{MAX_SIZE_TEXT}.")

@@ -1,11 +1,17 @@
-"""`gpuwatch estimate`: the memory budget of a model and setup, per GPU, before launch."""
+"""`gpuwatch estimate`: the memory budget of a model and setup, per GPU, before launch.
+
+Every flag is bounded to a physically meaningful range (``gpuwatch.budget.bounds``,
+``docs/input-bounds.md``); anything outside it, any contradiction between flags and
+the model, and any unreadable ``--config`` is exit 2 with one sentence.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,26 @@ from gpuwatch.budget import (
     to_table,
     what_if,
 )
-from gpuwatch.core.units import UnitError, parse_size
+from gpuwatch.budget.bounds import (
+    MAX_BATCH,
+    MAX_DP,
+    MAX_FFN,
+    MAX_GRAD_ACCUM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_IMAGE,
+    MAX_LAYERS,
+    MAX_LORA_RANK,
+    MAX_PARAMS,
+    MAX_SEQ,
+    MAX_VOCAB,
+    bound_text,
+    finite_number,
+    whole_number,
+)
+from gpuwatch.core.units import UnitError, format_bytes, parse_size, shown
+
+MAX_CONFIG_BYTES = 4 << 20   # config.json files are a few KiB; ImageNet-21k label maps ~1 MiB
 
 _PARAM_SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
@@ -48,14 +73,18 @@ def add_estimate_parser(subparsers: Any) -> None:
     m = p.add_argument_group("model (one of)")
     m.add_argument("--model", help=f"catalog name: {', '.join(model_names())}")
     m.add_argument("--config", metavar="PATH", help="a Hugging Face config.json on disk")
-    m.add_argument("--params", help="a bare parameter count: 7e9, 7B, 125M")
-    for name in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab"):
-        m.add_argument(f"--{name}", help=f"custom transformer: {name}")
+    m.add_argument("--params", help="a bare parameter count: 7e9, 7B, 125M (1 to 10T)")
+    for name, high in (("layers", MAX_LAYERS), ("hidden", MAX_HIDDEN), ("heads", MAX_HEADS),
+                       ("kv-heads", MAX_HEADS), ("ffn", MAX_FFN), ("vocab", MAX_VOCAB)):
+        m.add_argument(f"--{name}", help=f"custom transformer: {name} (at most {bound_text(high)})")
     w = p.add_argument_group("workload")
     w.add_argument("--mode", default="train", help="train or infer (default train)")
-    w.add_argument("--batch", default="1", help="micro-batch per GPU (default 1)")
-    w.add_argument("--seq", default="512", help="sequence length in tokens (default 512)")
-    w.add_argument("--image", metavar="HxW", help="image size for CNNs and ViT, e.g. 224x224")
+    w.add_argument("--batch", default="1",
+                   help=f"micro-batch per GPU, 1 to {bound_text(MAX_BATCH)} (default 1)")
+    w.add_argument("--seq", default="512",
+                   help=f"sequence length in tokens, 1 to {bound_text(MAX_SEQ)} (default 512)")
+    w.add_argument("--image", metavar="HxW",
+                   help="image size for CNNs and ViT, e.g. 224x224 (sides up to 65,536)")
     w.add_argument("--grad-accum", default="1", help="gradient accumulation steps")
     w.add_argument("--context", help="KV-cache length for inference (default: --seq)")
     s = p.add_argument_group("setup")
@@ -71,8 +100,9 @@ def add_estimate_parser(subparsers: Any) -> None:
     )
     s.add_argument("--zero", default="0", help="ZeRO stage 0..3 over --dp GPUs")
     s.add_argument("--dp", default="1", help="data-parallel GPUs")
-    s.add_argument("--tp", default="1", help="tensor-parallel GPUs")
-    s.add_argument("--pp", default="1", help="pipeline stages")
+    s.add_argument("--tp", default="1",
+                   help="tensor-parallel GPUs: divides the attention heads")
+    s.add_argument("--pp", default="1", help="pipeline stages: at most the layers")
     s.add_argument("--sequence-parallel", action="store_true", help="with --tp: shard norms too")
     s.add_argument("--offload", help="optimizer or params (ZeRO-Offload / ZeRO-Infinity)")
     s.add_argument("--lora", default="0", metavar="RANK", help="train LoRA adapters of this rank")
@@ -81,55 +111,49 @@ def add_estimate_parser(subparsers: Any) -> None:
     s.add_argument("--kv-precision", help="KV cache: fp32, bf16, fp16, fp8, int8, int4")
     c = p.add_argument_group("capacity and output")
     c.add_argument("--gpu", help="a catalog GPU (A100-80GB, H100, RTX-4090…)")
-    c.add_argument("--capacity", help="memory per GPU, e.g. 24GiB")
+    c.add_argument("--capacity", help="memory per GPU with its unit, e.g. 24GiB (up to 1 EiB)")
     c.add_argument("--overhead", default="auto", help="framework overhead: auto or a size")
     c.add_argument("--fit", action="store_true", help="fit against every catalog GPU")
     c.add_argument("--json", action="store_true", help="gpuwatch.estimate/1 JSON")
     p.set_defaults(func=run_estimate)
 
 
-def _int(value: str | None, flag: str, minimum: int = 0) -> int:
-    try:
-        number = float(str(value).replace("_", ""))
-    except ValueError:
-        raise BudgetError(flag, f"{flag} must be a whole number, not {value!r}.") from None
-    if not math.isfinite(number) or number != int(number) or number < minimum:
-        raise BudgetError(
-            flag, f"{flag} must be a whole number of at least {minimum}, not {value!r}."
-        )
-    return int(number)
+def _int(value: str | None, flag: str, minimum: int = 0, maximum: int = MAX_BATCH) -> int:
+    return whole_number(value, flag, minimum, maximum)
 
 
 def _float(value: str, flag: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        raise BudgetError(flag, f"{flag} must be a number, not {value!r}.") from None
+    return finite_number(value, flag)
 
 
 def parse_param_count(text: str) -> float:
-    """``7e9``, ``7B``, ``125M``, ``1.5b``."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*", text)
-    if not match:
+    """``7e9``, ``7B``, ``125M``, ``1.5b``; from 1 to 10 T."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*",
+                         text[:100])
+    if not match or len(text) > 100:
         raise BudgetError(
-            "--params", f"--params must be a count such as 7e9, 7B or 125M, not {text!r}."
+            "--params", f"--params must be a count such as 7e9, 7B or 125M, not {shown(text)}."
         )
     value = float(match.group(1)) * _PARAM_SUFFIX[match.group(2).upper()]
-    if not value >= 1:
-        raise BudgetError("--params", f"--params must be at least 1, not {text!r}.")
+    if not 1 <= value <= MAX_PARAMS:   # inf included
+        raise BudgetError("--params", f"--params must be between 1 and {bound_text(MAX_PARAMS)}, "
+                                      f"not {shown(text)}.")
     return value
 
 
 def _image(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
-    match = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text) or re.fullmatch(r"\s*(\d+)\s*", text)
-    if not match:
-        raise BudgetError("--image", f"--image must look like 224x224, not {text!r}.")
-    h = int(match.group(1))
-    w = int(match.group(2)) if match.lastindex == 2 else h
-    if h < 1 or w < 1:
-        raise BudgetError("--image", f"--image needs a positive height and width, not {text!r}.")
+    match = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text[:200]) \
+        or re.fullmatch(r"\s*(\d+)\s*", text[:200])
+    if not match or len(text) > 200:
+        raise BudgetError("--image", f"--image must look like 224x224, not {shown(text)}.")
+    side = lambda digits: int(digits) if len(digits) <= 12 else MAX_IMAGE + 1  # noqa: E731
+    h = side(match.group(1))
+    w = side(match.group(2)) if match.lastindex == 2 else h
+    if not (1 <= h <= MAX_IMAGE and 1 <= w <= MAX_IMAGE):
+        raise BudgetError("--image", f"--image needs a height and width from 1 to "
+                                     f"{bound_text(MAX_IMAGE)}, not {shown(text)}.")
     return h, w
 
 
@@ -141,31 +165,82 @@ def _custom(args: argparse.Namespace) -> TransformerSpec:
             f"a custom transformer needs {', '.join(missing)} "
             "(or give --model, --config or --params).",
         )
-    heads = _int(args.heads, "--heads", 1)
+    hidden = _int(args.hidden, "--hidden", 1, MAX_HIDDEN)
+    heads = _int(args.heads, "--heads", 1, min(MAX_HEADS, hidden))
     return TransformerSpec(
         "custom",
-        _int(args.layers, "--layers", 1),
-        _int(args.hidden, "--hidden", 1),
+        _int(args.layers, "--layers", 1, MAX_LAYERS),
+        hidden,
         heads,
-        _int(args.vocab or "32000", "--vocab"),
-        ffn=_int(args.ffn or "0", "--ffn"),
-        kv_heads=_int(args.kv_heads or str(heads), "--kv-heads", 1),
+        _int(args.vocab or "32000", "--vocab", 0, MAX_VOCAB),
+        ffn=_int(args.ffn or "0", "--ffn", 0, MAX_FFN),
+        kv_heads=_int(args.kv_heads or str(heads), "--kv-heads", 1, heads),
         gated_mlp=args.ffn is not None and args.kv_heads is not None,
         bias=False,
         tied_embeddings=False,
     )
 
 
-def _read_config(path: str) -> TransformerSpec:
-    p = Path(path)
+def _path_text(path: str) -> str:
+    """A path as a message shows it: as given when printable, else quoted and cut short."""
+    return path if path.isprintable() and len(path) <= 200 else shown(path, 200)
+
+
+def read_small_file(path: str, flag: str, limit: int) -> bytes:
+    """A regular file's bytes, at most ``limit``: a FIFO, a device or a folder is refused
+    before it is read (opened without blocking), and nothing past ``limit`` is read."""
+    shown_path = _path_text(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        text = p.read_text(encoding="utf-8")
+        fd = os.open(path, flags)
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise BudgetError(flag, f"cannot read {shown_path}: {reason}.") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe, socket or device"
+            raise BudgetError(flag, f"{shown_path} is {kind}, not a regular file.")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as e:
-        raise BudgetError("--config", f"cannot read {path}: {e.strerror or e}.") from None
+        raise BudgetError(flag, f"cannot read {shown_path}: {e.strerror or e}.") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise BudgetError(flag, f"{shown_path} is larger than {format_bytes(limit)}, "
+                                "more than any config.json.")
+    return b"".join(chunks)
+
+
+def decode_json_text(data: bytes, path: str) -> str:
+    """UTF-8 (with or without a byte-order mark), or UTF-16/32 as JSON tells them apart."""
+    encoding = json.detect_encoding(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise BudgetError("--config", f"{_path_text(path)} is not UTF-8 text (byte "
+                                      f"0x{data[e.start]:02x} at offset {e.start}); "
+                                      "save it as UTF-8.") from None
+
+
+def _read_config(path: str) -> TransformerSpec:
+    text = decode_json_text(read_small_file(path, "--config", MAX_CONFIG_BYTES), path)
     try:
         cfg = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BudgetError("--config", f"{path} is not valid JSON ({e}).") from None
+    except json.JSONDecodeError as e:
+        raise BudgetError("--config", f"{_path_text(path)} is not valid JSON ({e}).") from None
+    except RecursionError:
+        raise BudgetError("--config", f"{_path_text(path)} nests arrays or objects too deeply "
+                                      "to be a config.json.") from None
+    except ValueError as e:   # e.g. an integer of more than 4300 digits
+        raise BudgetError("--config", f"{_path_text(path)} is not usable JSON ({e}).") from None
+    p = Path(path)
     return spec_from_hf_config(cfg, p.parent.name or p.stem)
 
 
@@ -194,11 +269,11 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         image = spec.image  # the catalog's default size, shown in the output
     wl = Workload(
         mode=args.mode,
-        batch=_int(args.batch, "--batch", 1),
-        seq=_int(args.seq, "--seq", 1),
+        batch=_int(args.batch, "--batch", 1, MAX_BATCH),
+        seq=_int(args.seq, "--seq", 1, MAX_SEQ),
         image=image,
-        grad_accum=_int(args.grad_accum, "--grad-accum", 1),
-        context=None if args.context is None else _int(args.context, "--context", 1),
+        grad_accum=_int(args.grad_accum, "--grad-accum", 1, MAX_GRAD_ACCUM),
+        context=None if args.context is None else _int(args.context, "--context", 1, MAX_SEQ),
     )
     try:
         overhead = None if args.overhead == "auto" else parse_size(args.overhead)
@@ -210,13 +285,13 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         optimizer=args.optimizer.lower().replace("-", ""),
         checkpointing=args.checkpointing,
         flash_attention=args.flash_attention,
-        zero=_int(args.zero, "--zero"),
-        dp=_int(args.dp, "--dp", 1),
-        tp=_int(args.tp, "--tp", 1),
-        pp=_int(args.pp, "--pp", 1),
+        zero=_int(args.zero, "--zero", 0, 1000),  # Setup names the stages
+        dp=_int(args.dp, "--dp", 1, MAX_DP),
+        tp=_int(args.tp, "--tp", 1, MAX_HEADS),
+        pp=_int(args.pp, "--pp", 1, MAX_LAYERS),
         sequence_parallel=args.sequence_parallel,
         offload=args.offload,
-        lora_rank=_int(args.lora, "--lora"),
+        lora_rank=_int(args.lora, "--lora", 0, MAX_LORA_RANK),
         sparsity=_float(args.sparsity, "--sparsity"),
         kv_precision=args.kv_precision,
         overhead_bytes=overhead,
@@ -231,9 +306,7 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         try:
             capacity = parse_size(args.capacity)
         except UnitError as e:
-            raise BudgetError(
-                "--capacity", f"--capacity must be a size such as 24GiB: {e}."
-            ) from None
+            raise BudgetError("--capacity", f"--capacity: {e}.") from None
         if capacity <= 0:
             raise BudgetError("--capacity", "--capacity must be more than 0 bytes.")
     return spec, wl, setup, capacity
