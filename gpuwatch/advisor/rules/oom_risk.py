@@ -180,7 +180,7 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
             title = f"GPU {gpu.index} nearly full: {format_bytes(free)} free"
         when = ("now" if span < 1 else
                 f"at the highest point of the last {format_duration(span)}")
-        evidence = [f"{format_bytes(free)} of {format_bytes(total)} free "
+        evidence = [f"free {format_bytes(free)} of {format_bytes(total)} "
                     f"({100 * free_fraction:.0f} %) {when}"]
         grower = _grower(ctx, gpu, s.trend_window_s)
         if climb is not None:
