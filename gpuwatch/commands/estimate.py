@@ -76,15 +76,15 @@ def add_estimate_parser(subparsers: Any) -> None:
     m.add_argument("--params", help="a bare parameter count: 7e9, 7B, 125M (1 to 10T)")
     for name, high in (("layers", MAX_LAYERS), ("hidden", MAX_HIDDEN), ("heads", MAX_HEADS),
                        ("kv-heads", MAX_HEADS), ("ffn", MAX_FFN), ("vocab", MAX_VOCAB)):
-        m.add_argument(f"--{name}", help=f"custom transformer: {name} (at most {bound_text(high)})")
+        m.add_argument(f"--{name}", help=f"custom transformer: {name}, up to {high:,}")
     w = p.add_argument_group("workload")
     w.add_argument("--mode", default="train", help="train or infer (default train)")
     w.add_argument("--batch", default="1",
-                   help=f"micro-batch per GPU, 1 to {bound_text(MAX_BATCH)} (default 1)")
+                   help=f"micro-batch per GPU: 1 to {MAX_BATCH:,} (default 1)")
     w.add_argument("--seq", default="512",
-                   help=f"sequence length in tokens, 1 to {bound_text(MAX_SEQ)} (default 512)")
+                   help=f"sequence length in tokens: 1 to {MAX_SEQ:,} (default 512)")
     w.add_argument("--image", metavar="HxW",
-                   help="image size for CNNs and ViT, e.g. 224x224 (sides up to 65,536)")
+                   help=f"image size for CNNs and ViT, e.g. 224x224 (sides up to {MAX_IMAGE:,})")
     w.add_argument("--grad-accum", default="1", help="gradient accumulation steps")
     w.add_argument("--context", help="KV-cache length for inference (default: --seq)")
     s = p.add_argument_group("setup")
