@@ -301,3 +301,12 @@ def test_the_command_exits_2_with_one_line(tmp_path, capsys, text):
 def test_the_command_refuses_special_files(capsys):
     assert main(["snapshot", "--demo", "/dev/null", "--json"]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "a\x00b.toml", "x" * 5000, "x" * 300 + ".toml",
+                                  "bad\nname", "/", "nope"])
+def test_any_demo_name_is_a_scenario_or_one_line(capsys, name):
+    assert main(["snapshot", "--demo", name, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("gpuwatch: scenario ") and err.count("\n") == 1, err
+    assert len(err) < 1000
