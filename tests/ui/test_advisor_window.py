@@ -71,16 +71,16 @@ def test_the_banner_link_opens_the_hint(make_window, scenario, qtbot) -> None:
     assert window.advisor.selected_key() == ("oom-risk", 0, None)
 
 
-def test_the_hint_clears_and_the_panel_empties(make_window, scenario) -> None:
+def test_the_forecast_clears_and_the_death_is_named(make_window, scenario) -> None:
     window = make_window()
     backend = scenario("oom-ramp")
     feed(window, backend, range(0, 300, 2))
     assert window.advisor.hints
     feed(window, backend, range(300, 600, 2))     # the process died at 492 s
-    assert window.hint_source.active == []
-    assert window.advisor.hints == [] and not window.advisor.empty.isHidden()
-    assert window.hint_banner.isHidden()
-    assert window.tabs.tabText(2) == "Advisor"
+    # the forecast is gone; what remains names the death (for ten minutes)
+    assert [h.code for h in window.hint_source.active] == ["likely-oom"]
+    assert [h.code for h in window.advisor.hints] == ["likely-oom"]
+    assert "likely out of memory" in window.hint_source.active[0].title
 
 
 def test_a_linked_budget_reaches_the_advisor(make_window, scenario) -> None:
