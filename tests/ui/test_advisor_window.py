@@ -127,3 +127,14 @@ def test_hint_view_from_a_core_hint() -> None:
     v = hint_view(h)
     assert v.key == ("memory-leak", 1, 42) and v.evidence == "a\nb"
     assert v.actions == ("restart (saves 1.0 GiB)",) and v.where == "GPU 1 · pid 42 (python)"
+
+
+def test_the_empty_advisor_says_what_it_cannot_judge_yet(make_window, scenario) -> None:
+    window = make_window()
+    backend = scenario("workstation")
+    feed(window, backend, range(0, 30, 2))
+    assert not window.hint_source.active
+    text = window.advisor.empty.text()
+    assert "Not judged yet" in text and "need 2 min of history" in text
+    feed(window, backend, range(30, 1000, 10))
+    assert window.advisor.empty.text() == "No hints — nothing needs your attention."

@@ -61,6 +61,8 @@ class WindowAdvisor(QObject):
         self.active = self.engine.active
         self.window.set_hints([hint_view(h) for h in self.active])
         self.window.hint_banner.set_hints(self.active)
+        if not self.active:
+            self.window.advisor.set_pending(self.engine.pending_judgements())
         shape = [((h.code, h.gpu_index, h.pid), h.severity.value) for h in self.active]
         self.show_ms.append((perf_counter() - start) * 1e3)
         if events:

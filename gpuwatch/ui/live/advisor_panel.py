@@ -24,6 +24,9 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 SEVERITY_LABELS = {"critical": "Critical", "warning": "Warning", "info": "Info"}
 
 
+NOTHING_TO_SAY = "No hints — nothing needs your attention."
+
+
 @dataclass(frozen=True)
 class HintView:
     severity: Severity
@@ -89,7 +92,8 @@ class AdvisorPanel(QWidget):
         self.list.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
         self.list.itemClicked.connect(self._clicked)
         self.list.itemActivated.connect(self._clicked)
-        self.empty = QLabel("No hints — nothing needs your attention.")
+        self.empty = QLabel(NOTHING_TO_SAY)
+        self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setProperty("muted", True)
         layout = QVBoxLayout(self)
@@ -148,6 +152,15 @@ class AdvisorPanel(QWidget):
             self.select_key(selected, emit=False)
         self.empty.setVisible(not self.hints)
         self.list.setVisible(bool(self.hints))
+
+    def set_pending(self, pending: list[str]) -> None:
+        """What the advisor cannot judge yet, shown while there are no hints: "nothing
+        needs your attention" would claim more than it knows."""
+        text = NOTHING_TO_SAY
+        if pending:
+            text = ("No hints yet. Not judged yet:\n" + "\n".join(f"• {line}" for line in pending))
+        if self.empty.text() != text:
+            self.empty.setText(text)
 
     def _restyle(self) -> None:
         # a light selection that keeps the labels' own colours readable
