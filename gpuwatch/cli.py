@@ -15,6 +15,7 @@ from gpuwatch.commands import session_cmds, telemetry_cmds
 from gpuwatch.commands.estimate import add_estimate_parser
 from gpuwatch.commands.gui import add_gui_parser
 from gpuwatch.commands.options import UsageError
+from gpuwatch.core.output_paths import OutputPathError
 from gpuwatch.core.units import UnitError
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.export import ExportError
@@ -68,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpuwatch: scenario {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (SessionFileError, ExportError, UnitError) as exc:
+        print(f"gpuwatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OutputPathError as exc:
         print(f"gpuwatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ import os
 import sys
 
 from gpuwatch.commands import options
+from gpuwatch.core.output_paths import check_output_file
 
 
 def add_gui_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +47,8 @@ def display_problem(screenshot: bool) -> str | None:
 
 
 def run_gui(args: argparse.Namespace) -> int:
+    if args.screenshot is not None:      # a bad path is refused before Qt starts
+        check_output_file(args.screenshot, "screenshot")
     problem = display_problem(bool(args.screenshot))
     if problem is not None:
         print(f"gpuwatch: {problem}", file=sys.stderr)
