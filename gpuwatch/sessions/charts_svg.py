@@ -87,7 +87,9 @@ def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: flo
                      f'{html.escape(format_bytes(tick, digits=0 if tick >= 10 * gib else 1))}'
                      '</text>')
         tick += step
-    t_step = next((s for s in _TIME_STEPS if (t1 - t0) / s <= 6), _TIME_STEPS[-1])
+    # beyond a few weeks a round number of seconds: at most about six ticks on any span
+    t_step = next((s for s in _TIME_STEPS if (t1 - t0) / s <= 6), None) or \
+        _nice_step(t1 - t0, 6)
     tv = np.ceil(t0 / t_step) * t_step
     while tv <= t1:
         px = x(tv)

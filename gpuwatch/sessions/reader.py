@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -88,6 +89,22 @@ class BudgetLinkRow:
 
 GPU_SERIES_COLUMNS = ("t_s", "used_bytes", "reserved_bytes", "total_bytes", "gpu_util_percent",
                       "memory_busy_percent", "estimated_bandwidth_bytes_per_s")
+# the rest of a sample's numbers (read with ``gpu_series(index, GPU_DETAIL_COLUMNS)``)
+GPU_DETAIL_COLUMNS = ("t_s", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "temperature_c",
+                      "power_w")
+
+# What a cell may hold, checked as rows are read: a damaged file is refused with the
+# table, column and row, never half-read into a crash further on. Text columns take any
+# value as text (bytes that are not UTF-8 are decoded with U+FFFD); numbers must be
+# numbers, finite and in range; "!" marks a column that may not be NULL.
+TIME_LIMIT_S = 1e11              # about 3000 years: a bigger time is a damaged cell
+INT_LIMIT = 2**63
+_KINDS = {
+    "t_s": "time!", "used_bytes": "bytes", "reserved_bytes": "bytes", "total_bytes": "bytes",
+    "gpu_util_percent": "real", "memory_busy_percent": "real",
+    "estimated_bandwidth_bytes_per_s": "real", "pcie_tx_bytes_per_s": "real",
+    "pcie_rx_bytes_per_s": "real", "temperature_c": "real", "power_w": "real",
+}
 
 
 class SessionReader:
@@ -104,6 +121,9 @@ class SessionReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def damaged(self, reason: str) -> SessionFileError:
+        return SessionFileError(str(self.path), f"is damaged: {reason}")
+
     @contextmanager
     def _query(self) -> Iterator[sqlite3.Connection]:
         try:
@@ -111,85 +131,194 @@ class SessionReader:
         except sqlite3.DatabaseError as exc:
             raise SessionFileError(str(self.path), schema.describe_database_error(exc)) \
                 from None
+        except sqlite3.Error as exc:
+            raise SessionFileError(str(self.path), f"cannot be read ({exc})") from None
+        except RecursionError:
+            raise self.damaged("a value is nested too deeply to read") from None
+        except UnicodeDecodeError:      # SQLite's own message quotes damaged schema text
+            raise self.damaged("its table definitions are not readable text") from None
+
+    def _rows(self, table: str, columns: str, tail: str = "",
+              params: tuple = ()) -> list[tuple]:
+        """``SELECT columns FROM table tail``, each cell checked against its kind.
+
+        ``columns`` is ``"name:kind, ..."``; kinds are text, int, real, bytes, time, each
+        with ``!`` when the column is required."""
+        spec = [c.strip().split(":") for c in columns.split(",")]
+        sql = f"SELECT rowid, {', '.join(n for n, _ in spec)} FROM {table} {tail}"
+        with self._query() as c:
+            rows = c.execute(sql, params).fetchall()
+        out = []
+        for row in rows:
+            out.append(tuple(self._cell(v, kind, table, name, row[0])
+                             for v, (name, kind) in zip(row[1:], spec, strict=True)))
+        return out
+
+    def _cell(self, value: Any, kind: str, table: str, column: str, rowid: Any) -> Any:
+        required = kind.endswith("!")
+        kind = kind.rstrip("!")
+        where = f"{table}.{column} in row {rowid}"
+        if value is None:
+            if required:
+                raise self.damaged(f"{where} is empty but must hold a value")
+            return None
+        if kind == "text":
+            if isinstance(value, bytes):
+                return schema.decode_text(value)
+            return value if isinstance(value, str) else str(value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            shown = repr(value if not isinstance(value, str | bytes) else value[:24])
+            raise self.damaged(f"{where} holds {type(value).__name__} {shown} where a number "
+                               "belongs")
+        limit = TIME_LIMIT_S if kind == "time" else INT_LIMIT
+        if not math.isfinite(value) or abs(value) >= limit:
+            raise self.damaged(f"{where} holds an impossible number ({value!r})")
+        if kind in ("int", "bytes") and isinstance(value, float):
+            if not value.is_integer():
+                raise self.damaged(f"{where} holds {value!r} where a whole number belongs")
+            return int(value)
+        if kind == "time":
+            return float(value)
+        return value
+
+    def _series(self, table: str, columns: tuple[str, ...], kinds: tuple[str, ...],
+                where: str, params: tuple, state: bool = False) -> tuple[np.ndarray, list[str]]:
+        """Numeric columns as one float array (NULL -> NaN), and with ``state`` the
+        ``state`` text column too, read in one query; a damaged cell is refused."""
+        select = ("state", *columns) if state else columns
+        with self._query() as c:
+            rows = c.execute(f"SELECT {', '.join(select)} FROM {table} {where} "
+                             "ORDER BY t_s, rowid", params).fetchall()
+        states: list[str] = []
+        if state:
+            states = [r[0] if isinstance(r[0], str) else self._text(r[0]) for r in rows]
+            rows = [r[1:] for r in rows]
+        try:
+            data = np.array(rows, dtype=np.float64).reshape(-1, len(columns))
+        except (ValueError, TypeError, OverflowError):
+            data = None
+        if data is not None and None not in states:
+            known = data[~np.isnan(data)]
+            limits = np.array([TIME_LIMIT_S if k.startswith("time") else INT_LIMIT
+                               for k in kinds])
+            required = np.array([k.endswith("!") for k in kinds])
+            with np.errstate(invalid="ignore"):
+                in_range = bool(np.all(np.isfinite(known))) and \
+                    not np.any(np.abs(data) >= limits)
+            if in_range and not np.isnan(data[:, required]).any():
+                return data, states
+        # something is wrong: find the cell to name it
+        spec = [f"{c}:{k}" for c, k in zip(columns, kinds, strict=True)]
+        self._rows(table, ", ".join((["state:text!"] if state else []) + spec),
+                   f"{where} ORDER BY t_s, rowid", params)
+        raise self.damaged(f"{table} holds a value that is not a number")
+
+    @staticmethod
+    def _text(value: Any) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        return schema.decode_text(value) if isinstance(value, bytes) else str(value)
 
     def info(self) -> SessionInfo:
+        rows = self._rows("session", "uuid:text!, host:text, backend_kind:text!, "
+                          "driver_version:text, scenario:text, interval_s:real, "
+                          "started_at_s:time!, ended_at_s:time, gpuwatch_version:text",
+                          "WHERE id = 1")
+        if not rows:
+            raise SessionFileError(str(self.path), "holds no recorded samples yet")
+        row = rows[0]
+        # one GPU's rows through the (gpu, t_s) index: a count without a full scan
         with self._query() as c:
-            row = c.execute("SELECT uuid, host, backend_kind, driver_version, scenario, "
-                            "interval_s, started_at_s, ended_at_s, gpuwatch_version "
-                            "FROM session WHERE id = 1").fetchone()
-            if row is None:
-                raise SessionFileError(str(self.path), "holds no recorded samples yet")
-            # one GPU's rows through the (gpu, t_s) index: a count without a full scan
             last, samples = c.execute(
                 "SELECT MAX(t_s), COUNT(*) FROM gpu_sample "
                 "WHERE gpu = (SELECT MIN(gpu) FROM gpu_sample)").fetchone()
+        last = self._cell(last, "time", "gpu_sample", "t_s", "(the latest)")
         duration = (row[7] - row[6]) if row[7] is not None else (last or 0.0)
         return SessionInfo(str(self.path), row[0], row[1], row[2], row[3], row[4], row[5],
                            row[6], row[7], float(duration), int(samples), row[8])
+
+    def end_and_interval(self) -> tuple[float | None, float | None]:
+        """The session's end time (None while recording) and its sampling interval."""
+        rows = self._rows("session", "ended_at_s:time, interval_s:real", "WHERE id = 1")
+        return rows[0] if rows else (None, None)
 
     def peak_used_bytes(self) -> int | None:
         """The most memory any GPU held during the session."""
         with self._query() as c:
             value = c.execute("SELECT MAX(used_bytes) FROM gpu_sample").fetchone()[0]
-        return None if value is None else int(value)
+        return self._cell(value, "bytes", "gpu_sample", "used_bytes", "(the largest)")
 
     def gpus(self) -> list[GpuRow]:
-        with self._query() as c:
-            return [GpuRow(*r) for r in c.execute(
-                "SELECT idx, uuid, name, total_bytes FROM gpu ORDER BY idx")]
+        return [GpuRow(*r) for r in self._rows(
+            "gpu", "idx:int!, uuid:text, name:text, total_bytes:bytes", "ORDER BY idx")]
 
-    def gpu_series(self, index: int) -> dict[str, np.ndarray]:
-        """Columns of one GPU's samples in time order; unknown values are NaN."""
-        with self._query() as c:
-            rows = c.execute(f"SELECT {', '.join(GPU_SERIES_COLUMNS)} FROM gpu_sample "
-                             "WHERE gpu = ? ORDER BY t_s", (index,)).fetchall()
-        data = np.array(rows, dtype=np.float64).reshape(-1, len(GPU_SERIES_COLUMNS))
-        return {name: data[:, i] for i, name in enumerate(GPU_SERIES_COLUMNS)}
+    def gpu_series(self, index: int,
+                   columns: tuple[str, ...] = GPU_SERIES_COLUMNS) -> dict[str, np.ndarray]:
+        """Columns of one GPU's samples in time order; unknown values are NaN.
+
+        ``columns`` (``t_s`` first by convention) are numeric columns of gpu_sample:
+        GPU_SERIES_COLUMNS (the default), GPU_DETAIL_COLUMNS, or any mix."""
+        data, _ = self._series("gpu_sample", columns, self._kinds(columns), "WHERE gpu = ?",
+                               (index,))
+        return {name: data[:, i] for i, name in enumerate(columns)}
+
+    def gpu_samples(self, index: int) -> tuple[dict[str, np.ndarray], list[str]]:
+        """Every recorded figure of one GPU's samples, read at once (consistent while
+        the session is still being written): the numeric columns of GPU_SERIES_COLUMNS
+        and GPU_DETAIL_COLUMNS, and the GPU's state per sample (ok, lost, error...)."""
+        columns = GPU_SERIES_COLUMNS + GPU_DETAIL_COLUMNS[1:]
+        data, states = self._series("gpu_sample", columns, self._kinds(columns),
+                                    "WHERE gpu = ?", (index,), state=True)
+        return {name: data[:, i] for i, name in enumerate(columns)}, states
+
+    @staticmethod
+    def _kinds(columns: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [c for c in columns if c not in _KINDS]
+        if unknown:
+            raise ValueError(f"not a numeric gpu_sample column: {unknown[0]}")
+        return tuple(_KINDS[c] for c in columns)
 
     def processes(self) -> list[ProcessRow]:
-        with self._query() as c:
-            rows = c.execute("SELECT id, gpu, pid, name, cmdline, user, container, "
-                             "first_seen_s, last_seen_s, peak_used_bytes FROM process "
-                             "ORDER BY id").fetchall()
+        rows = self._rows("process", "id:int!, gpu:int!, pid:int!, name:text, cmdline:text, "
+                          "user:text, container:text, first_seen_s:time!, last_seen_s:time!, "
+                          "peak_used_bytes:bytes", "ORDER BY id")
         return [ProcessRow(r[0], r[1], r[2], r[3], tuple(_json_list(r[4])), *r[5:])
                 for r in rows]
 
     def process_series(self, process_id: int) -> tuple[np.ndarray, np.ndarray]:
-        with self._query() as c:
-            rows = c.execute("SELECT t_s, used_bytes FROM process_sample WHERE process_id = ? "
-                             "ORDER BY t_s", (process_id,)).fetchall()
-        data = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        data, _ = self._series("process_sample", ("t_s", "used_bytes"), ("time!", "bytes"),
+                               "WHERE process_id = ?", (process_id,))
         return data[:, 0], data[:, 1]
 
     def hints(self) -> list[HintRow]:
-        with self._query() as c:
-            rows = c.execute("SELECT code, severity, gpu, pid, title, detail, actions, "
-                             "first_seen_s, last_seen_s, closed_s FROM hint "
-                             "ORDER BY first_seen_s, id").fetchall()
+        rows = self._rows("hint", "code:text!, severity:text!, gpu:int, pid:int, title:text!, "
+                          "detail:text, actions:text, first_seen_s:time!, last_seen_s:time!, "
+                          "closed_s:time", "ORDER BY first_seen_s, id")
         return [HintRow(*r[:6], tuple(_json_list(r[6])), *r[7:]) for r in rows]
 
     def events(self) -> list[EventRow]:
-        with self._query() as c:
-            return [EventRow(*r) for r in c.execute(
-                "SELECT t_s, kind, gpu, pid, detail FROM event ORDER BY t_s, rowid")]
+        return [EventRow(*r) for r in self._rows(
+            "event", "t_s:time!, kind:text!, gpu:int, pid:int, detail:text",
+            "ORDER BY t_s, rowid")]
 
     def budget_links(self) -> list[BudgetLinkRow]:
-        with self._query() as c:
-            rows = c.execute("SELECT gpu, pid, label, estimate, linked_at_s FROM budget_link "
-                             "ORDER BY rowid").fetchall()
+        rows = self._rows("budget_link", "gpu:int!, pid:int!, label:text, estimate:text!, "
+                          "linked_at_s:time!", "ORDER BY rowid")
         out = []
         for gpu, pid, label, estimate, at in rows:
             try:
                 doc = json.loads(estimate)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):
                 continue       # an unreadable link is left out, not fatal
-            out.append(BudgetLinkRow(gpu, pid, label, doc, at))
+            if isinstance(doc, dict):
+                out.append(BudgetLinkRow(gpu, pid, label, doc, at))
         return out
 
 
 def _json_list(text: str | None) -> list[str]:
+    """A JSON list of strings; anything else (damaged, not a list) reads as empty."""
     try:
         value = json.loads(text) if text else []
-    except ValueError:
+        return [str(v) for v in value] if isinstance(value, list) else []
+    except (ValueError, RecursionError):
         return []
-    return [str(v) for v in value] if isinstance(value, list) else []

@@ -126,9 +126,9 @@ def load_overview(path: str | Path, buckets: int = OVERVIEW_BUCKETS,
                     "MAX(total_bytes), MIN(estimated_bandwidth_bytes_per_s), "
                     "MAX(estimated_bandwidth_bytes_per_s) FROM gpu_sample WHERE gpu = ? "
                     "GROUP BY CAST(t_s / ? AS INTEGER) ORDER BY 1", (g.index, width)).fetchall()
+                a = np.array(rows, dtype=np.float64).reshape(-1, 7)
             except Exception as exc:
                 raise SessionFileError(str(path), f"cannot be read ({exc})") from None
-            a = np.array(rows, dtype=np.float64).reshape(-1, 7)
             n = len(a)
             # two points per slice: its minimum at its start, its maximum at its end
             t = np.empty(2 * n)

@@ -1,4 +1,12 @@
-"""CSV export: one table per file, packed in a zip; units are in the header names."""
+"""CSV export: one table per file, packed in a zip; units are in the header names.
+
+Text cells are neutralised against spreadsheet formula injection (OWASP "CSV
+injection"): a text cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+return (or their full-width forms) gets a leading ``'``, so a spreadsheet shows it as
+text instead of running it; the csv module quotes cells that hold separators, quotes
+or line breaks. Numbers (int and float values) are written as numbers, negative ones
+included.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,18 @@ import json
 import zipfile
 from collections.abc import Iterable, Sequence
 
-from gpuwatch.sessions.reader import GPU_SERIES_COLUMNS, SessionReader
+from gpuwatch.sessions.reader import GPU_DETAIL_COLUMNS, GPU_SERIES_COLUMNS, SessionReader
+
+# a text cell starting with one of these is read as a formula by spreadsheets
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def neutralise(value: object) -> object:
+    """A cell safe for spreadsheets: formula-like text gets a leading ``'``; numbers
+    and None pass unchanged (None is written as an empty cell)."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
 
 
 def _csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
@@ -16,7 +35,7 @@ def _csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
     w = csv.writer(buf)
     w.writerow(header)
     for row in rows:
-        w.writerow(["" if v is None else v for v in row])
+        w.writerow(["" if v is None else neutralise(v) for v in row])
     return buf.getvalue().encode("utf-8")
 
 
@@ -39,12 +58,13 @@ def write_csv_zip(reader: SessionReader, target: io.BufferedIOBase) -> None:
                                     [(g.index, g.uuid, g.name, g.total_bytes) for g in gpus]))
         rows = []
         for g in gpus:
-            series = reader.gpu_series(g.index)
+            series, states = reader.gpu_samples(g.index)
             columns = [series[c] for c in GPU_SERIES_COLUMNS]
+            columns += [states] + [series[c] for c in GPU_DETAIL_COLUMNS[1:]]
             rows += [(row[0], g.index, *row[1:]) for row in zip(*columns, strict=True)]
         rows.sort(key=lambda r: (r[0], r[1]))
         z.writestr("gpu_samples.csv", _csv(
-            ("time_s", "gpu", *GPU_SERIES_COLUMNS[1:]),
+            ("time_s", "gpu", *GPU_SERIES_COLUMNS[1:], "state", *GPU_DETAIL_COLUMNS[1:]),
             ([_num(v) if isinstance(v, float) else v for v in r] for r in rows)))
         procs = reader.processes()
         z.writestr("processes.csv", _csv(

@@ -8,7 +8,12 @@ with a clear message, and reading never modifies a file (it is opened read-only)
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 import sqlite3
+import stat
+import tempfile
 from pathlib import Path
 
 from gpuwatch.sessions.errors import SessionFileError
@@ -126,19 +131,34 @@ def create(path: Path) -> sqlite3.Connection:
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:
-    """Open a session for reading, after checking it is one this version understands."""
-    if not path.is_file():
-        raise SessionFileError(str(path), "no such session file")
+    """Open a session for reading, after checking it is one this version understands.
+
+    Nothing is ever created beside the file: a file with no ``-wal`` beside it is opened
+    ``immutable`` (no locks, no ``-shm``/``-wal``, works in a read-only folder); one
+    being recorded (``-wal`` and ``-shm`` present) is opened ``mode=ro`` so its latest
+    commits are seen; a ``-wal`` without its ``-shm`` is read from a private temporary
+    copy. Text that is not valid UTF-8 (a damaged cell) is decoded with U+FFFD
+    replacement characters, so the rest of the session still reads.
+    """
+    path = Path(path)
+    problem = file_problem(path)
+    if problem is not None:
+        raise SessionFileError(str(path), problem)
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
+        conn = _connect_read_only(path)
+    except (OSError, sqlite3.Error) as exc:
         raise SessionFileError(str(path), f"cannot be opened ({exc})") from None
+    conn.text_factory = decode_text
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         conn.close()
         raise SessionFileError(str(path), describe_database_error(exc)) from None
+    except UnicodeDecodeError:
+        conn.close()
+        raise SessionFileError(str(path), "is damaged: its table definitions are not "
+                                          "readable text") from None
     if app_id != APPLICATION_ID:
         conn.close()
         raise SessionFileError(str(path), "is an SQLite database but not a gpuwatch session")
@@ -151,6 +171,75 @@ def open_read_only(path: Path) -> sqlite3.Connection:
         conn.close()
         raise SessionFileError(str(path), f"has an unknown session schema ({version})")
     return conn
+
+
+def decode_text(data: bytes) -> str:
+    """SQLite text to str; bytes that are not UTF-8 become U+FFFD instead of an error."""
+    return data.decode("utf-8", "replace")
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a file that can be opened as a session, or None."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"is a symbolic link to nothing ({os.readlink(path)})"
+        return "no such session file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop"
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a folder, not a session file"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (a pipe, device or socket), so it is not read"
+    if info.st_size == 0:
+        return "is empty (nothing was recorded in it)"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
+class _ReadConnection(sqlite3.Connection):
+    """A read-only connection that may own a temporary copy, removed on close."""
+
+    cleanup: tempfile.TemporaryDirectory | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.cleanup is not None:
+                self.cleanup.cleanup()
+                self.cleanup = None
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    real = path.resolve()
+    wal, shm = Path(f"{real}-wal"), Path(f"{real}-shm")
+    has_wal = wal.is_file() and wal.stat().st_size > 0
+    if has_wal and shm.is_file():
+        return _connect(real, "mode=ro")
+    if not has_wal:
+        return _connect(real, "mode=ro&immutable=1")
+    # SQLite would create the -shm beside the file: read a private copy instead
+    temp = tempfile.TemporaryDirectory(prefix="gpuwatch-read-")
+    try:
+        copy = Path(temp.name) / "session.sqlite"
+        shutil.copyfile(real, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        conn = _connect(copy, "mode=ro")
+    except BaseException:
+        temp.cleanup()
+        raise
+    conn.cleanup = temp  # type: ignore[attr-defined]
+    return conn
+
+
+def _connect(path: Path, params: str) -> sqlite3.Connection:
+    return sqlite3.connect(f"{path.as_uri()}?{params}", uri=True,
+                           factory=_ReadConnection)
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -168,6 +257,8 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 def describe_database_error(exc: sqlite3.DatabaseError) -> str:
     text = str(exc)
+    if "Could not decode" in text:
+        return f"holds text that is not UTF-8 ({text})"
     if "not a database" in text:
         return "is not a gpuwatch session (not an SQLite database)"
     if "malformed" in text or "corrupt" in text:
