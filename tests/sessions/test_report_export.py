@@ -147,9 +147,11 @@ def test_bad_session_files_exit_2_and_are_never_modified(tmp_path, capsys):
 def test_unwritable_output_is_an_error_that_loses_nothing(tmp_path, capsys):
     good = record_scenario(tmp_path / "good.sqlite", "leak", until_s=60)
     before = sha(good)
-    for target in (tmp_path / "no" / "such" / "dir" / "r.html", tmp_path):
-        code, _, err = run_cli(capsys, "report", str(good), "-o", str(target))
-        assert code == 2 and str(target) in err and "Traceback" not in err
+    for target in (str(tmp_path / "no" / "such" / "dir" / "r.html"),
+                   str(tmp_path / "missing") + "/"):
+        code, _, err = run_cli(capsys, "report", str(good), "-o", target)
+        assert code == 2 and target.rstrip("/") in err and "does not exist" in err
+        assert "Traceback" not in err
     assert sha(good) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite"]
 
