@@ -109,11 +109,19 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
 
 def create(path: Path) -> sqlite3.Connection:
-    """A new, empty session file (refuses to overwrite an existing one)."""
-    if path.exists():
+    """A new, empty session file.
+
+    Refuses anything already at the path (a file, a pipe, even a dangling link). A
+    missing folder is created only when it is gpuwatch's own sessions folder; a
+    user-given path in a folder that does not exist is refused."""
+    if os.path.lexists(path):
         raise SessionFileError(str(path), "already exists; choose another file")
+    folder = path.parent
+    if not folder.is_dir() and not _is_sessions_folder(folder):
+        raise SessionFileError(str(path), f"cannot be created: the folder {folder} does "
+                                          "not exist (folders are not created)")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise SessionFileError(str(path), f"cannot be created ({exc})") from None
@@ -128,6 +136,15 @@ def create(path: Path) -> sqlite3.Connection:
         conn.close()
         raise SessionFileError(str(path), f"cannot be written ({exc})") from None
     return conn
+
+
+def _is_sessions_folder(folder: Path) -> bool:
+    from gpuwatch.sessions.paths import sessions_dir  # paths imports this module
+
+    try:
+        return folder.resolve() == sessions_dir().resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:

@@ -669,3 +669,19 @@ def test_gpu_samples_csv_has_every_recorded_figure(session, tmp_path, capsys):
                 float(cells[name]) == pytest.approx(value, abs=1e-3)
     assert any(float(r[header.index("temperature_c")]) > 0 for r in rows[1:]
                if r[header.index("temperature_c")])
+
+
+# -- 5. a recording goes only where a folder exists -------------------------------------------
+
+def test_a_session_file_is_made_only_in_an_existing_folder_or_the_sessions_folder(tmp_path):
+    with pytest.raises(SessionFileError, match=f"the folder {tmp_path / 'nope'} does not exist"):
+        Recorder(tmp_path / "nope" / "s.gpuwatch.sqlite")
+    assert names(tmp_path) == []
+    (tmp_path / "dangling.gpuwatch.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
+    with pytest.raises(SessionFileError, match="already exists"):
+        Recorder(tmp_path / "dangling.gpuwatch.sqlite")
+    assert names(tmp_path) == ["dangling.gpuwatch.sqlite"]
+    assert not paths.sessions_dir().exists()
+    rec = Recorder(paths.new_session_path())        # our own data folder may be created
+    rec.close()
+    assert rec.error is None and len(paths.list_sessions()) == 1
