@@ -6,7 +6,17 @@ import shlex
 import time
 
 from gpuwatch.core.safe_text import clip, visible
-from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuSample, GpuState, Snapshot
+from gpuwatch.core.snapshot import (
+    EXITED_PROCESS_LABEL,
+    HIDDEN_PROCESS_LABEL,
+    BackendInfo,
+    BackendKind,
+    GpuSample,
+    GpuState,
+    HostStatus,
+    ProcessSample,
+    Snapshot,
+)
 from gpuwatch.core.units import format_bytes, format_duration, format_rate
 
 
@@ -24,7 +34,8 @@ def describe_backend(info: BackendInfo) -> str:
 def _memory_line(g: GpuSample) -> str:
     m = g.memory
     if m.total_bytes is None:
-        return "memory: not reported by this GPU"
+        return ("memory: could not be read" if g.state is not GpuState.OK
+                else "memory: not reported by this GPU")
     pct = f" ({m.used_fraction * 100:.0f} %)" if m.used_fraction is not None else ""
     reserved = f", {format_bytes(m.reserved_bytes)} reserved" if m.reserved_bytes else ""
     return (f"memory: {format_bytes(m.used_bytes)} used of {format_bytes(m.total_bytes)}{pct}, "
@@ -69,44 +80,73 @@ def format_snapshot(s: Snapshot, width: int = 100) -> str:
     lines = [f"{describe_backend(s.backend)} · {stamp}"]
     for w in s.warnings:
         lines.append(f"warning: {visible(w)}")
+    if not s.gpus and not s.warnings:
+        lines.append("No GPUs found.")
     for g in s.gpus:
         lines.append("")
         title = f"GPU {g.index}  {visible(g.name) or 'unknown GPU'}"
         if g.state is not GpuState.OK:
-            title += f"  [{g.state.value.upper()}: {visible(g.error)}]"
+            title += f"  [{g.state.value.upper()}]"
         lines.append(title)
+        if g.state is not GpuState.OK:
+            lines.append("  " + (visible(g.error) or "no reason given by the driver"))
         if g.state is GpuState.LOST:
             continue
         for text in (_memory_line(g), _activity_line(g), _sensors_line(g)):
             if text:
                 lines.append("  " + text)
-        if not g.processes:
+        if g.processes_error is not None:
+            state = "incomplete" if g.processes else "unavailable"
+            lines.append(f"  process list {state}: {visible(g.processes_error)}")
+        elif not g.processes:
             lines.append("  no processes")
+        if not g.processes:
             continue
         lines.append(f"  {'PID':>7}  {'USER':<10} {'GPU MEMORY':>10}  {'RUNNING':>11}  COMMAND")
         for p in g.processes:
             running = format_duration(s.timestamp_s - p.started_at_s) if p.started_at_s else ""
-            command = shlex.join(p.cmdline) if p.cmdline else (p.name or "(not visible)")
+            command = _command(p)
             if p.container:
                 command = f"[{p.container}] {command}"
-            head = (f"{p.pid:>7}  {clip(p.user or '?', 10, ''):<10} "
+            user = p.user or ("-" if p.host_status is HostStatus.EXITED else "?")
+            head = (f"{p.pid:>7}  {clip(user, 10, ''):<10} "
                     f"{format_bytes(p.used_bytes):>10}  {running:>11}  ")
             lines.append("  " + head + clip(command, max(8, width - 2 - len(head))))
     return "\n".join(lines)
 
 
+def _command(p: ProcessSample) -> str:
+    if p.cmdline:
+        return shlex.join(p.cmdline)
+    if p.name:
+        return p.name
+    if p.host_status is HostStatus.EXITED:
+        return EXITED_PROCESS_LABEL
+    return HIDDEN_PROCESS_LABEL
+
+
 def format_tick(s: Snapshot, elapsed_s: float) -> list[str]:
     """One compact line per GPU for `gpuwatch record`."""
+    if not s.gpus:
+        return [f"{format_duration(elapsed_s):>10}  no GPUs"]
     out = []
     for g in s.gpus:
         head = f"{format_duration(elapsed_s):>10}  GPU {g.index}"
         if g.state is GpuState.LOST:
-            out.append(f"{head}  LOST ({visible(g.error)})")
+            out.append(f"{head}  {visible(g.error) or 'GPU lost'}")
             continue
         m = g.memory
         pct = f"{m.used_fraction * 100:3.0f} %" if m.used_fraction is not None else "  n/a"
         busy = (f"busy {g.memory_busy_percent:3.0f} %" if g.memory_busy_percent is not None
                 else "busy n/a")
         out.append(f"{head}  {format_bytes(m.used_bytes):>9} / {format_bytes(m.total_bytes)} "
-                   f"{pct}  {busy}  {len(g.processes)} proc")
+                   f"{pct}  {busy}  " + _tick_processes(g))
     return out
+
+
+def _tick_processes(g: GpuSample) -> str:
+    if g.processes_error is None:
+        return f"{len(g.processes)} proc"
+    if g.processes:
+        return f"{len(g.processes)} proc (list incomplete)"
+    return "processes unavailable"

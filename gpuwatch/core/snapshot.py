@@ -48,6 +48,20 @@ class MemoryInfo:
         return self.used_bytes / self.total_bytes
 
 
+class HostStatus(StrEnum):
+    """What the host (psutil, /proc) could say about a pid the driver lists."""
+
+    FOUND = "found"      # the process runs here: name, user, command line are known
+    EXITED = "exited"    # no such process on the host (ended, or a zombie) yet the
+                         # driver still lists it holding memory
+    HIDDEN = "hidden"    # a container's PID namespace hides the driver's host pid
+
+
+# How a process the host cannot find is named wherever processes are listed.
+EXITED_PROCESS_LABEL = "(exited, still holding memory)"
+HIDDEN_PROCESS_LABEL = "(not visible from this PID namespace)"
+
+
 class ProcessSample(NamedTuple):
     """One process on one GPU. A NamedTuple, not a frozen dataclass: hundreds are built
     every tick, and a tuple is as immutable and six times cheaper to construct."""
@@ -64,6 +78,11 @@ class ProcessSample(NamedTuple):
     rss_bytes: int | None = None
     started_at_s: float | None = None    # Unix time
     resolved: bool = True                # False when the host could not see this pid
+    host_status: HostStatus = HostStatus.FOUND   # why it could not, when it could not
+
+    @property
+    def found_on_host(self) -> bool:
+        return self.host_status is HostStatus.FOUND
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +108,9 @@ class GpuSample:
     memory_clock_mhz: int | None = None
     mig_enabled: bool | None = None
     processes: tuple[ProcessSample, ...] = ()
+    # Why the process list is missing or incomplete (NVML timed out, no permission, …);
+    # None when it was read. An empty ``processes`` then means "unknown", not "none".
+    processes_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,9 @@ def process_to_json(p: ProcessSample) -> dict[str, Any]:
         "rss_bytes": p.rss_bytes,
         "started_at_s": _round(p.started_at_s, 3),
         "resolved": p.resolved,
+        # "found"; "exited": the driver lists it, the host has no such process (ended or
+        # a zombie), so no host details; "hidden": a PID namespace hides it
+        "host_status": p.host_status.value,
     }
 
 
@@ -82,6 +85,8 @@ def gpu_to_json(g: GpuSample) -> dict[str, Any]:
         "clocks": {"graphics_mhz": g.graphics_clock_mhz, "memory_mhz": g.memory_clock_mhz},
         "mig_enabled": g.mig_enabled,
         "processes": [process_to_json(p) for p in g.processes],
+        # why the process list is missing or incomplete; null when it was read
+        "processes_error": g.processes_error,
     }
 
 

@@ -4,6 +4,8 @@ Static facts (name, command line, user, start time, container) are read once per
 process and cached by (pid, start time), so a recycled pid is never confused with the
 old process. CPU % and RSS are refreshed each lookup without blocking: psutil's
 ``cpu_percent(None)`` measures since the previous call, so the first reading is None.
+A process that has exited is not found, zombies (exited, not yet reaped) included: the
+backend still lists it when the driver does, as exited.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class PsutilHost:
                 self._known[pid] = known
             try:
                 with known.process.oneshot():
+                    if known.process.status() == psutil.STATUS_ZOMBIE:
+                        raise psutil.ZombieProcess(pid)   # it has exited; left unreaped
                     cpu = known.process.cpu_percent(None)
                     rss = known.process.memory_info().rss
             except (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError,

@@ -25,7 +25,8 @@ class HostProcess:
 
 class HostInfo(Protocol):
     def lookup(self, pids: Iterable[int]) -> dict[int, HostProcess]:
-        """Details for each pid that still exists and can be seen; others are left out."""
+        """Details for each pid that still runs and can be seen; others (exited, zombies,
+        hidden) are left out, and the caller says why."""
         ...
 
     def pid_namespace_isolated(self) -> bool:

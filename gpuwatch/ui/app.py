@@ -50,10 +50,16 @@ def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
         except NvmlUnavailableError as exc:
             backend = open_backend(SourceOptions(demo=FALLBACK_SCENARIO, loop=True,
                                                  time_scale=opts.time_scale))
-            reason = exc.reason.rstrip(".")
-            return backend, (f"<b>Simulated GPUs</b> — no NVIDIA driver found ({reason}), so "
-                             f"this is the '{FALLBACK_SCENARIO}' demo scenario, not your "
-                             "hardware."), True
+            from html import escape
+
+            from gpuwatch.telemetry.nvml.translate import INIT_FAILURES
+
+            # one sentence: "no NVIDIA driver found: the NVML library … is not installed"
+            reason = (INIT_FAILURES.get(exc.code) or exc.reason).strip().rstrip(".")
+            if reason[1:2].islower():        # "The driver…" -> "the driver…"; "NVML…" stays
+                reason = reason[0].lower() + reason[1:]
+            return backend, (f"<b>Simulated GPUs</b> — {escape(reason, quote=False)}. This is "
+                             f"the '{FALLBACK_SCENARIO}' demo, not your hardware."), True
     backend = open_backend(SourceOptions(demo=opts.demo, loop=True, time_scale=opts.time_scale))
     return backend, (f"<b>Simulated GPUs</b> — scenario '{backend.info.scenario}' "
                      "(demo mode), not real hardware."), False

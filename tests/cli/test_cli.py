@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -177,3 +178,183 @@ def test_the_window_without_a_display_says_so(capsys, monkeypatch):
     code, _, err = run(capsys, "gui", "--demo")
     assert code == 1
     assert "No desktop display found" in err and "gpuwatch record --demo" in err
+
+
+# -- what the telemetry cannot see, said plainly ------------------------------------------
+
+SMALL_SCENARIO = '''schema = "gpuwatch.scenario/1"
+name = "small"
+duration_s = 60
+
+[[gpus]]
+name = "NVIDIA A100-SXM4-80GB"
+memory_total = "80GiB"
+
+[[gpus]]
+name = "NVIDIA A100-SXM4-80GB"
+memory_total = "80GiB"
+
+[[processes]]
+pid = 4100
+gpu = 0
+name = "python"
+cmdline = ["python", "train.py"]
+user = "bob"
+memory = "22GiB"
+
+[[processes]]
+pid = 4200
+gpu = 1
+name = "python"
+cmdline = ["python", "serve.py"]
+user = "bob"
+memory = "5GiB"
+'''
+
+
+def _scenario_file(tmp_path, *faults: tuple[str, str, int]) -> str:
+    text = SMALL_SCENARIO
+    for call, error, gpu in faults:
+        text += (f'\n[[faults]]\nstart_s = 0\ngpu = {gpu}\ncall = "{call}"\n'
+                 f'error = "{error}"\n')
+    path = tmp_path / "small.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _gpu_block(out: str, index: int) -> str:
+    """The text of one GPU's block in `gpuwatch snapshot`."""
+    blocks = out.split("\n\n")
+    return next(b for b in blocks if b.startswith(f"GPU {index} "))
+
+
+@pytest.fixture
+def patched_source(monkeypatch):
+    """patched_source(patch_lib, gone_pids): `snapshot` and `record` run on the small
+    scenario over a simulated NVML that ``patch_lib`` changed, on a host without ``gone``."""
+    from gpuwatch.commands import telemetry_cmds
+    from gpuwatch.core.snapshot import BackendKind
+    from gpuwatch.telemetry.clock import SteppedClock
+    from gpuwatch.telemetry.nvml import NvmlBackend
+    from gpuwatch.telemetry.sim.host import ScenarioHost
+    from gpuwatch.telemetry.sim.library import SimulatedNvml
+    from gpuwatch.telemetry.sim.scenario import parse_scenario
+
+    def install(patch_lib=None, gone=()):
+        class Host(ScenarioHost):
+            def lookup(self, pids):
+                return super().lookup(set(pids) - set(gone))
+
+        def open_backend(options):
+            clock = SteppedClock()
+            scenario = parse_scenario(tomllib.loads(SMALL_SCENARIO), "small.toml")
+            lib = SimulatedNvml(scenario, clock)
+            if patch_lib is not None:
+                patch_lib(lib)
+            return NvmlBackend(lib, Host(lib, clock), clock, kind=BackendKind.SIMULATED,
+                               scenario="small", pcie_thread=False,
+                               scenario_duration_s=60).open()
+
+        monkeypatch.setattr(telemetry_cmds, "open_backend", open_backend)
+
+    return install
+
+
+def test_snapshot_shows_an_exited_process_that_still_holds_memory(capsys, patched_source):
+    patched_source(gone={4100})
+    code, out, _ = run(capsys, "snapshot")
+    assert code == 0
+    block = _gpu_block(out, 0)
+    (row,) = [line for line in block.splitlines() if line.lstrip().startswith("4100 ")]
+    assert "22.0 GiB" in row and "(exited, still holding memory)" in row
+    assert "train.py" not in row and "bob" not in row          # no host details
+    code, out, _ = run(capsys, "snapshot", "--json")
+    (p,) = json.loads(out)["gpus"][0]["processes"]
+    assert (p["pid"], p["used_bytes"], p["host_status"]) == (4100, 22 * 1024**3, "exited")
+    assert p["resolved"] is False and p["name"] is None and p["cmdline"] == []
+
+
+def test_snapshot_says_when_the_process_list_cannot_be_read(capsys, tmp_path):
+    path = _scenario_file(tmp_path, ("nvmlDeviceGetComputeRunningProcesses", "TIMEOUT", 0),
+                          ("nvmlDeviceGetGraphicsRunningProcesses", "TIMEOUT", 0))
+    code, out, _ = run(capsys, "snapshot", "--demo", path)
+    assert code == 0
+    block = _gpu_block(out, 0)
+    assert "process list unavailable: NVML timed out (TIMEOUT)" in block
+    assert "no processes" not in block and "[" not in block.splitlines()[0]   # still OK
+    assert "serve.py" in _gpu_block(out, 1)
+    code, out, _ = run(capsys, "snapshot", "--demo", path, "--json")
+    g0, g1 = json.loads(out)["gpus"]
+    assert g0["state"] == "ok" and g0["processes"] == []
+    assert g0["processes_error"] == "NVML timed out (TIMEOUT)"
+    assert g1["processes_error"] is None
+
+
+def test_snapshot_says_no_processes_only_when_there_are_none(capsys, tmp_path):
+    path = tmp_path / "idle.toml"
+    path.write_text(SMALL_SCENARIO.split("[[processes]]")[0])
+    _, out, _ = run(capsys, "snapshot", "--demo", str(path))
+    assert "no processes" in _gpu_block(out, 0)
+    assert "process list" not in out
+
+
+def test_record_marks_ticks_whose_process_list_is_missing(capsys, tmp_path):
+    path = _scenario_file(tmp_path, ("nvmlDeviceGetComputeRunningProcesses", "TIMEOUT", 0),
+                          ("nvmlDeviceGetGraphicsRunningProcesses", "TIMEOUT", 0))
+    code, out, _ = run(capsys, "record", "--demo", path, "--time-scale", "max",
+                       "--duration", "2", "--no-save")
+    assert code == 0
+    ticks = [line for line in out.splitlines() if "  GPU " in line]
+    assert ticks and all(("processes unavailable" in t) == (" GPU 0 " in t + " ")
+                         for t in ticks)
+
+
+def test_snapshot_without_gpus_says_what_to_check(capsys, patched_source):
+    def no_gpus(lib):
+        lib.nvmlDeviceGetCount = lambda: 0
+
+    patched_source(no_gpus)
+    code, out, _ = run(capsys, "snapshot")
+    assert code == 0
+    assert len(out.splitlines()) > 1                      # more than the header
+    for words in ("NVML lists no GPUs", "driver is loaded", "nvidia-smi -L",
+                  "CUDA_VISIBLE_DEVICES does not apply", "--gpus all"):
+        assert words in out
+    code, out, _ = run(capsys, "snapshot", "--json")
+    doc = json.loads(out)
+    assert doc["gpus"] == [] and "NVML lists no GPUs" in doc["warnings"][0]
+    code, out, _ = run(capsys, "record", "--duration", "2", "--no-save")
+    assert code == 0 and "no GPUs" in out.splitlines()[1]
+
+
+@pytest.mark.parametrize(("error", "state"), [
+    ("UNKNOWN", "ok"), ("TIMEOUT", "ok"), ("NOT_SUPPORTED", "ok"), ("NO_PERMISSION", "ok"),
+    ("GPU_IS_LOST", "lost"), ("RESET_REQUIRED", "lost"),
+])
+def test_a_pcie_fault_gives_the_same_state_in_snapshot_and_record(capsys, tmp_path, error,
+                                                                   state):
+    path = _scenario_file(tmp_path, ("nvmlDeviceGetPcieThroughput", error, 0))
+    _, out, _ = run(capsys, "snapshot", "--demo", path, "--json")
+    g0 = json.loads(out)["gpus"][0]
+    assert g0["state"] == state and g0["pcie"]["rx_bytes_per_s"] is None
+    _, out, _ = run(capsys, "record", "--demo", path, "--json", "--time-scale", "max",
+                    "--duration", "3", "--no-save")
+    docs = [json.loads(line) for line in out.splitlines()]
+    states = {d["gpus"][0]["state"] for d in docs if d["schema"] == "gpuwatch.snapshot/1"}
+    assert states == {state}
+    _, out, _ = run(capsys, "snapshot", "--demo", path)
+    assert ("[LOST]" in _gpu_block(out, 0)) == (state == "lost")
+
+
+def test_a_lost_gpu_is_said_once_in_one_sentence(capsys):
+    _, out, _ = run(capsys, "snapshot", "--demo", "faults", "--at", "35")
+    block = _gpu_block(out, 1)
+    assert block.splitlines()[:2] == [
+        "GPU 1  unknown GPU  [LOST]",
+        "  GPU lost (it stopped answering; a reset or reboot may be needed)"]
+    assert "GPU is lost" not in out and "LOST: GPU lost" not in out
+    _, out, _ = run(capsys, "record", "--demo", "faults", "--time-scale", "max",
+                    "--duration", "40", "--no-save")
+    lost = [line for line in out.splitlines() if "GPU 1  GPU lost" in line]
+    assert lost and all(line.endswith("GPU 1  GPU lost (it stopped answering; a reset or "
+                                      "reboot may be needed)") for line in lost)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 from sim_support import make_scenario, sim_backend
 
+from gpuwatch.core.snapshot import HostStatus
 from gpuwatch.telemetry.host import PsutilHost, in_child_pid_namespace, read_container
 from gpuwatch.telemetry.hostinfo import container_from_cgroup
 
@@ -66,17 +69,67 @@ def test_vanished_process_is_dropped_quietly():
     assert host.lookup([pid, os.getpid()]).keys() == {os.getpid()}
 
 
-def test_backend_drops_a_process_that_ended_between_nvml_and_the_host(open_sim):
+def test_backend_keeps_a_process_the_host_no_longer_has_while_the_driver_lists_it(open_sim):
     gone = _exited_pid()
     s = make_scenario(processes=[
-        {"pid": gone, "gpu": 0, "name": "gone", "memory": "1GiB"},
+        {"pid": gone, "gpu": 0, "name": "gone", "memory": "22GiB"},
         {"pid": os.getpid(), "gpu": 0, "name": "me", "memory": "2GiB"},
     ])
     snap = open_sim(s, host=PsutilHost(pid_namespace_isolated=False)).sample()
-    (p,) = snap.gpus[0].processes
-    assert p.pid == os.getpid() and p.resolved
-    assert p.name != "me"                        # the host's answer, not the scenario's
+    exited, me = snap.gpus[0].processes            # the larger first
+    assert me.pid == os.getpid() and me.resolved and me.found_on_host
+    assert me.name != "me"                       # the host's answer, not the scenario's
+    assert (exited.pid, exited.used_bytes) == (gone, 22 * 1024**3)
+    assert exited.host_status is HostStatus.EXITED and not exited.found_on_host
+    assert not exited.resolved
+    assert (exited.name, exited.cmdline, exited.user, exited.started_at_s) == (None, (), None,
+                                                                              None)
+    assert sum(p.used_bytes for p in snap.processes) == 24 * 1024**3
     assert snap.warnings == ()
+
+
+@pytest.fixture
+def zombie():
+    """A child that has exited and is not reaped yet: a zombie until the fixture ends."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        for _ in range(500):                     # wait for the exit, without reaping
+            if psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the child never exited")
+        yield child.pid
+    finally:
+        child.wait()
+
+
+def test_a_zombie_is_not_found_on_the_host(zombie):
+    host = PsutilHost(pid_namespace_isolated=False)
+    assert host.lookup([zombie]) == {}
+
+
+def test_a_process_that_becomes_a_zombie_is_no_longer_found():
+    host = PsutilHost(pid_namespace_isolated=False)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        assert child.pid in host.lookup([child.pid])        # running: found, and cached
+        child.stdin.close()
+        for _ in range(500):
+            if psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE:
+                break
+            time.sleep(0.01)
+        assert host.lookup([child.pid]) == {}
+    finally:
+        child.wait()
+
+
+def test_backend_lists_a_zombie_holding_memory_as_exited(open_sim, zombie):
+    s = make_scenario(processes=[{"pid": zombie, "gpu": 0, "name": "x", "memory": "22GiB"}])
+    snap = open_sim(s, host=PsutilHost(pid_namespace_isolated=False)).sample()
+    (p,) = snap.gpus[0].processes
+    assert (p.pid, p.used_bytes, p.host_status) == (zombie, 22 * 1024**3, HostStatus.EXITED)
 
 
 def test_pids_hidden_by_a_pid_namespace_are_kept_and_explained():
@@ -89,4 +142,5 @@ def test_pids_hidden_by_a_pid_namespace_are_kept_and_explained():
         backend.close()
     (p,) = snap.gpus[0].processes
     assert (p.pid, p.resolved, p.name, p.used_bytes) == (hidden, False, None, 1024**3)
+    assert p.host_status is HostStatus.HIDDEN
     assert any("--pid=host" in w for w in snap.warnings)

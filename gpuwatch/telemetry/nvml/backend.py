@@ -14,6 +14,7 @@ from gpuwatch.core.snapshot import (
     BackendKind,
     GpuSample,
     GpuState,
+    HostStatus,
     ProcessSample,
     Snapshot,
 )
@@ -23,7 +24,10 @@ from gpuwatch.telemetry.hostinfo import HostInfo, HostProcess
 from gpuwatch.telemetry.nvml.readings import (
     Device,
     ProcessLists,
+    describe_error,
+    gpu_lost,
     nvlink_count,
+    optional,
     read_memory,
     read_nvlink,
     read_pcie,
@@ -31,12 +35,19 @@ from gpuwatch.telemetry.nvml.readings import (
 from gpuwatch.telemetry.nvml.translate import (
     EMPTY_MEMORY,
     INIT_FAILURES,
+    LOST_CODES,
     GpuLost,
-    optional,
     text,
 )
 from gpuwatch.telemetry.pcie import PciePoller, PcieReading
 from gpuwatch.telemetry.probes import ProbeSource
+
+UNREAD_GPU = "the GPU could not be read"    # the process list of a GPU without a handle
+NO_GPUS_WARNING = (
+    "NVML lists no GPUs on this machine. Check that the NVIDIA driver is loaded and that "
+    "`nvidia-smi -L` lists the GPUs (CUDA_VISIBLE_DEVICES does not apply: NVML sees "
+    "every GPU regardless). In a container, the GPUs must be passed in "
+    "(e.g. `docker run --gpus all`, or the NVIDIA Container Toolkit).")
 
 
 class NvmlBackend:
@@ -63,6 +74,8 @@ class NvmlBackend:
         self._pcie_thread = pcie_thread
         self._pcie_interval_s = pcie_interval_s
         self._process_lists = ProcessLists(lib)
+        # GPU index -> (its attachment, why): lost as the PCIe thread found it
+        self._pcie_lost: dict[int, tuple[int, str]] = {}
         self.info = BackendInfo(kind=kind, scenario=scenario)
         self._open = False
 
@@ -135,7 +148,11 @@ class NvmlBackend:
         try:
             handle = lib.nvmlDeviceGetHandleByIndex(dev.index)
         except pynvml.NVMLError as exc:
-            self._mark_lost(dev, str(exc))
+            if exc.value in LOST_CODES:
+                self._mark_lost(dev, str(gpu_lost(exc)))
+            else:
+                self._mark_lost(dev, f"the GPU could not be opened: {describe_error(exc)}",
+                                lost=False)
             return False
         try:
             name = optional(lib.nvmlDeviceGetName, handle)
@@ -158,11 +175,15 @@ class NvmlBackend:
         dev.mig_enabled = bool(mig[0]) if mig is not None else None
         dev.nvlink_links = links
         dev.lost_reason = None
+        dev.generation += 1
         return True
 
-    def _mark_lost(self, dev: Device, reason: str) -> None:
+    def _mark_lost(self, dev: Device, reason: str, *, lost: bool = True) -> None:
+        """No handle until a retry; ``lost`` False: unusable for a reason NVML does not
+        call lost (the state is then ``error``)."""
         dev.handle = None
         dev.lost_reason = reason
+        dev.lost = lost
         dev.nvlink_last = None
         dev.retry_at_s = self.clock.elapsed_s() + self._lost_retry_s
 
@@ -170,10 +191,14 @@ class NvmlBackend:
         return [d.index for d in self._devices if d.handle is not None]
 
     def _poll_pcie(self, index: int) -> PcieReading | None:
-        """For the poller thread: a lost GPU is noticed by the next sample, not here."""
+        """For the poller thread. A GPU that NVML calls lost here is marked lost by the
+        next sample, as a lost answer inside the sample would mark it."""
+        dev = self._devices[index]
+        generation = dev.generation
         try:
-            return read_pcie(self._lib, self._devices[index])
-        except GpuLost:
+            return read_pcie(self._lib, dev)
+        except GpuLost as exc:
+            self._pcie_lost[index] = (generation, str(exc))
             return None
 
     # -- one sample --------------------------------------------------------------------
@@ -182,27 +207,35 @@ class NvmlBackend:
         """Read every GPU once. Never raises for a single GPU's trouble."""
         timestamp = self.clock.now_s()
         elapsed = self.clock.elapsed_s()
-        readings: list[tuple[Device, dict[str, Any] | None, dict[int, tuple]]] = []
+        readings: list[tuple[Device, dict[str, Any] | None, dict[int, tuple], str | None]] = []
         for dev in self._devices:
-            if dev.handle is None and (elapsed < dev.retry_at_s or not self._attach(dev)):
-                readings.append((dev, None, {}))
+            pcie_lost = self._pcie_lost.pop(dev.index, None)
+            if (pcie_lost is not None and dev.handle is not None
+                    and pcie_lost[0] == dev.generation):
+                self._mark_lost(dev, pcie_lost[1])
+            reattached = dev.handle is None
+            if reattached and (elapsed < dev.retry_at_s or not self._attach(dev)):
+                readings.append((dev, None, {}, None))
                 continue
             try:
-                readings.append((dev, *self._read_gpu(dev)))
+                # A GPU back from lost reads PCIe here once, as an inline sample would:
+                # it is not back while a call the PCIe thread makes still says lost.
+                readings.append((dev, *self._read_gpu(dev, pcie_here=reattached)))
             except GpuLost as exc:
                 self._mark_lost(dev, str(exc))
-                readings.append((dev, None, {}))
+                readings.append((dev, None, {}, None))
 
-        pids = {pid for _, _, procs in readings for pid in procs}
+        pids = {pid for _, _, procs, _ in readings for pid in procs}
         host = self._host.lookup(pids) if pids else {}
         isolated = bool(pids - host.keys()) and self._host.pid_namespace_isolated()
         hidden = 0
         gpus = []
-        for dev, fields, procs in readings:
+        for dev, fields, procs, procs_error in readings:
             if fields is None:
                 gpus.append(GpuSample(index=dev.index, uuid=dev.uuid, name=dev.name,
-                                      state=GpuState.LOST, memory=EMPTY_MEMORY,
-                                      error=f"GPU lost: {dev.lost_reason}"))
+                                      state=GpuState.LOST if dev.lost else GpuState.ERROR,
+                                      memory=EMPTY_MEMORY, error=dev.lost_reason,
+                                      processes_error=UNREAD_GPU))
                 continue
             processes = []
             for pid, (used, kind) in procs.items():
@@ -211,12 +244,18 @@ class NvmlBackend:
                     processes.append(_process(pid, dev.index, used, kind, details))
                 elif isolated:   # NVML's host pid is invisible from this PID namespace
                     hidden += 1
-                    processes.append(ProcessSample(pid, dev.index, used, kind, resolved=False))
-                # else: the process ended between NVML's list and the host lookup
+                    processes.append(ProcessSample(pid, dev.index, used, kind, resolved=False,
+                                                   host_status=HostStatus.HIDDEN))
+                else:   # gone from the host (ended, or a zombie), yet the driver lists it
+                    processes.append(ProcessSample(pid, dev.index, used, kind, resolved=False,
+                                                   host_status=HostStatus.EXITED))
             processes.sort(key=lambda p: -(p.used_bytes or 0))
-            gpus.append(GpuSample(**fields, processes=tuple(processes)))
+            gpus.append(GpuSample(**fields, processes=tuple(processes),
+                                  processes_error=procs_error))
         probes = self._read_probes(pids, host) if pids and self._probes is not None else ()
-        warnings = ()
+        warnings: tuple[str, ...] = ()
+        if not self._devices:
+            warnings = (NO_GPUS_WARNING,)
         if hidden:
             warnings = (
                 f"gpuwatch runs in a container whose PID namespace hides the GPU processes: "
@@ -234,7 +273,8 @@ class NvmlBackend:
                 reports.append(report)
         return tuple(reports)
 
-    def _read_gpu(self, dev: Device) -> tuple[dict[str, Any], dict[int, tuple]]:
+    def _read_gpu(self, dev: Device, pcie_here: bool = False,
+                  ) -> tuple[dict[str, Any], dict[int, tuple], str | None]:
         lib, h = self._lib, dev.handle
         opt = optional
         memory, error = read_memory(lib, dev)
@@ -243,7 +283,8 @@ class NvmlBackend:
         busy = float(util.memory) if util is not None else None
         peak = dev.peak_bandwidth_bytes_per_s
         power_mw = opt(lib.nvmlDeviceGetPowerUsage, h)
-        pcie = self._pcie.latest(dev.index) if self._pcie is not None else read_pcie(lib, dev)
+        pcie = (self._pcie.latest(dev.index) if self._pcie is not None and not pcie_here
+                else read_pcie(lib, dev))
         nvlink_tx, nvlink_rx = read_nvlink(lib, dev, self.clock.elapsed_s())
         fields = {
             "index": dev.index,
@@ -268,7 +309,7 @@ class NvmlBackend:
             "memory_clock_mhz": opt(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM),
             "mig_enabled": dev.mig_enabled,
         }
-        return fields, self._process_lists.read(h)
+        return (fields, *self._process_lists.read(h))
 
 
 def _process(pid: int, gpu: int, used: int | None, kind: str, host: HostProcess) -> ProcessSample:

@@ -13,8 +13,21 @@ import pynvml
 
 from gpuwatch.core.snapshot import MemoryInfo
 from gpuwatch.telemetry.nvml import codes
-from gpuwatch.telemetry.nvml.translate import EMPTY_MEMORY, LOST_CODES, GpuLost, optional
+from gpuwatch.telemetry.nvml.translate import EMPTY_MEMORY, LOST_CODES, GpuLost
 from gpuwatch.telemetry.pcie import PcieReading
+
+# What a lost GPU says, by the NVML code that said it was lost.
+LOST_TEXTS: dict[int, str] = {
+    codes.GPU_IS_LOST: "GPU lost (it stopped answering; a reset or reboot may be needed)",
+    codes.GPU_NOT_FOUND: "GPU lost (the driver no longer finds it; a reboot may be needed)",
+    codes.RESET_REQUIRED: "GPU lost (it needs a reset: nvidia-smi -r, or a reboot)",
+}
+_FRIENDLY = {
+    codes.code("TIMEOUT"): "NVML timed out",
+    codes.NO_PERMISSION: "no permission",
+    codes.NOT_SUPPORTED: "not supported by this GPU or driver",
+}
+_CODE_NAMES = {value: name for name, value in codes.all_codes().items()}
 
 _NO_V2 = frozenset({codes.FUNCTION_NOT_FOUND, codes.NOT_SUPPORTED,
                     codes.ARGUMENT_VERSION_MISMATCH})
@@ -42,8 +55,37 @@ class Device:
     nvlink_links: int = 0
     nvlink_fields: list = field(default_factory=lambda: NVLINK_ALL_LINKS)
     nvlink_last: tuple[float, float, float] | None = None   # (elapsed s, tx KiB, rx KiB)
-    lost_reason: str | None = None
+    lost_reason: str | None = None      # why there is no handle: the GPU's error text
+    lost: bool = True                   # False: it failed for a reason other than "lost"
     retry_at_s: float = 0.0
+    generation: int = 0                 # counts attachments: a stale handle's news is old
+
+
+def gpu_lost(exc: pynvml.NVMLError) -> GpuLost:
+    """The GpuLost for one of NVML's lost codes, in a sentence a person can act on."""
+    return GpuLost(LOST_TEXTS.get(exc.value, f"GPU lost ({exc})"))
+
+
+def describe_error(exc: pynvml.NVMLError) -> str:
+    """NVML's error in words, with its name to search for: "NVML timed out (TIMEOUT)"."""
+    name = _CODE_NAMES.get(exc.value)
+    words = _FRIENDLY.get(exc.value) or str(exc)
+    if name is None:
+        return words
+    return name if words.startswith("NVML Error with code") else f"{words} ({name})"
+
+
+def optional(fn: Any, *args: Any) -> Any:
+    """The call's result; None when unsupported or failing; raises GpuLost only when NVML
+    says the GPU is lost."""
+    try:
+        return fn(*args)
+    except pynvml.NVMLError as exc:
+        if exc.value in LOST_CODES:
+            raise gpu_lost(exc) from None
+        return None
+    except codes.LIBRARY_MISMATCH:
+        return None
 
 
 def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
@@ -56,14 +98,14 @@ def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
                               _real(m.reserved)), None
         except pynvml.NVMLError as exc:
             if exc.value in LOST_CODES:
-                raise GpuLost(str(exc)) from None
+                raise gpu_lost(exc) from None
             if exc.value not in _NO_V2:
                 return EMPTY_MEMORY, f"memory could not be read: {exc}"
     try:
         m = lib.nvmlDeviceGetMemoryInfo(h)
     except pynvml.NVMLError as exc:
         if exc.value in LOST_CODES:
-            raise GpuLost(str(exc)) from None
+            raise gpu_lost(exc) from None
         if exc.value == codes.NOT_SUPPORTED:   # unified memory (Grace, GB10)
             return EMPTY_MEMORY, None
         return EMPTY_MEMORY, f"memory could not be read: {exc}"
@@ -129,6 +171,7 @@ class ProcessLists:
 
     The bindings call the ``_v3`` functions by default; on a driver that predates them
     they raise NVMLLibraryMismatchError, and the ``_v2`` calls are used from then on.
+    A list that cannot be read is reported, never taken for an empty one.
     """
 
     def __init__(self, lib: Any):
@@ -136,11 +179,16 @@ class ProcessLists:
         self._calls = {"compute": lib.nvmlDeviceGetComputeRunningProcesses,
                        "graphics": lib.nvmlDeviceGetGraphicsRunningProcesses}
 
-    def read(self, handle: Any) -> dict[int, tuple[int | None, str]]:
-        """pid -> (used bytes or None, kind)."""
+    def read(self, handle: Any) -> tuple[dict[int, tuple[int | None, str]], str | None]:
+        """(pid -> (used bytes or None, kind), why the lists are missing or incomplete)."""
         merged: dict[int, tuple[int | None, str]] = {}
+        failed: dict[str, pynvml.NVMLError] = {}
         for kind in ("compute", "graphics"):
-            for p in self._list(kind, handle) or ():
+            listed = self._list(kind, handle)
+            if isinstance(listed, pynvml.NVMLError):
+                failed[kind] = listed
+                continue
+            for p in listed or ():
                 used = p.usedGpuMemory
                 if used is not None and used >= _UNKNOWN_MEMORY:
                     used = None
@@ -150,16 +198,43 @@ class ProcessLists:
                 else:  # in both lists: the same memory, reported twice
                     known = [u for u in (seen[0], used) if u is not None]
                     merged[p.pid] = (max(known) if known else None, "compute+graphics")
-        return merged
+        return merged, _lists_error(failed)
 
-    def _list(self, kind: str, handle: Any) -> list | None:
-        try:
-            return self._calls[kind](handle)
-        except codes.LIBRARY_MISMATCH:
-            fallback = getattr(self._lib, f"nvmlDeviceGet{kind.title()}RunningProcesses_v2")
-            self._calls[kind] = fallback
-            return optional(fallback, handle)
-        except pynvml.NVMLError as exc:
-            if exc.value in LOST_CODES:
-                raise GpuLost(str(exc)) from None
+    def _list(self, kind: str, handle: Any) -> list | pynvml.NVMLError:
+        """The list, or the error that kept it back. A driver without the ``_v3`` call
+        (NVMLLibraryMismatchError, or FUNCTION_NOT_FOUND from older bindings) is asked
+        through ``_v2`` from then on."""
+        v2 = getattr(self._lib, f"nvmlDeviceGet{kind.title()}RunningProcesses_v2", None)
+        while True:
+            call = self._calls[kind]
+            try:
+                return call(handle)
+            except codes.LIBRARY_MISMATCH:
+                error = None
+            except pynvml.NVMLError as exc:
+                if exc.value in LOST_CODES:
+                    raise gpu_lost(exc) from None
+                if exc.value != codes.FUNCTION_NOT_FOUND:
+                    return exc
+                error = exc
+            if v2 is None or call == v2:
+                return error if error is not None else pynvml.NVMLError(codes.FUNCTION_NOT_FOUND)
+            self._calls[kind] = v2
+
+
+def _lists_error(failed: dict[str, pynvml.NVMLError]) -> str | None:
+    """Why the process lists are missing or incomplete, or None when nothing is missing.
+
+    One list unsupported while the other was read hides nothing: a GPU that cannot run
+    graphics has no graphics processes to list."""
+    if not failed:
+        return None
+    if len(failed) == 1:
+        ((kind, exc),) = failed.items()
+        if exc.value == codes.NOT_SUPPORTED:
             return None
+        return f"{describe_error(exc)} reading the {kind} processes"
+    texts = {kind: describe_error(exc) for kind, exc in failed.items()}
+    if len(set(texts.values())) == 1:
+        return texts["compute"]
+    return "; ".join(f"{text} reading the {kind} processes" for kind, text in texts.items())

@@ -16,7 +16,13 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gpuwatch.core.probe_format import ProbeReport
-from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
+from gpuwatch.core.snapshot import (
+    EXITED_PROCESS_LABEL,
+    GpuSample,
+    GpuState,
+    HostStatus,
+    ProcessSample,
+)
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.live.overlay import Overlay
@@ -216,7 +222,10 @@ class GpuCard(QFrame):
         more = len(procs) - LEGEND_PROCESSES
         if more > 0:
             runs.append(Run(f"+{more} more", c.muted))
-        if not procs:
+        if g.processes_error is not None:
+            state = "incomplete" if procs else "unavailable"
+            runs.append(Run(f"Process list {state}: {g.processes_error}", c.warning))
+        elif not procs:
             runs.append(Run("No processes", c.muted))
         self.legend.set_runs(runs)
         shown = largest(procs, self.probes, overlay.pid if overlay else None) \
@@ -345,7 +354,11 @@ class GpuCard(QFrame):
 
 
 def _proc_name(p: ProcessSample) -> str:
-    return p.name or (p.cmdline[0] if p.cmdline else f"pid {p.pid}")
+    if p.name or p.cmdline:
+        return p.name or p.cmdline[0]
+    if p.host_status is HostStatus.EXITED:
+        return EXITED_PROCESS_LABEL
+    return f"pid {p.pid}"
 
 
 def _in_unit_of(n: int | None, total: int | None, units: UnitSystem) -> str:

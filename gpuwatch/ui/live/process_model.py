@@ -22,7 +22,13 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QFont
 
 from gpuwatch.core.probe_format import ProbeReport
-from gpuwatch.core.snapshot import ProcessSample, Snapshot
+from gpuwatch.core.snapshot import (
+    EXITED_PROCESS_LABEL,
+    HIDDEN_PROCESS_LABEL,
+    HostStatus,
+    ProcessSample,
+    Snapshot,
+)
 from gpuwatch.core.units import UnitSystem, format_bytes, format_duration
 from gpuwatch.ui.live.probe_view import probe_tooltip
 from gpuwatch.ui.widgets import theme
@@ -349,7 +355,7 @@ class ProcessModel(QAbstractTableModel):
         if col == USER:
             return p.user or "?"
         if col == NAME:
-            return p.name or "?"
+            return p.name or _unnamed(p)
         if col == GPU:
             return str(p.gpu_index)
         if col == MEMORY:
@@ -370,6 +376,15 @@ class ProcessModel(QAbstractTableModel):
         if col == CONTAINER:
             return p.container or "—"
         return command_line(p)
+
+
+def _unnamed(p: ProcessSample) -> str:
+    """The name of a process the host could not describe, saying why."""
+    if p.host_status is HostStatus.EXITED:
+        return EXITED_PROCESS_LABEL
+    if p.host_status is HostStatus.HIDDEN:
+        return HIDDEN_PROCESS_LABEL
+    return "?"
 
 
 def _budget_tooltip_text(budget: int | None, units: UnitSystem) -> str | None:
