@@ -8,7 +8,6 @@ import signal
 import sys
 import threading
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
+from gpuwatch.core.output_paths import check_output_file
 from gpuwatch.core.safe_text import visible
 from gpuwatch.core.snapshot import BackendKind, Snapshot
 from gpuwatch.core.snapshot_json import snapshot_to_json
@@ -74,6 +74,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
+    # a bad --out is refused before any sampling starts (no missing folder is created)
+    out_path = check_output_file(args.out, "session file") if args.out else None
     backend = open_backend(options.source_options(args))
     simulated = backend.info.kind is BackendKind.SIMULATED
     duration = args.duration
@@ -85,7 +87,7 @@ def run_record(args: argparse.Namespace) -> int:
     done = threading.Event()
     recorder = None
     if not args.no_save:
-        out = Path(args.out) if args.out else paths.new_session_path(backend.clock.now_s())
+        out = out_path or paths.new_session_path(backend.clock.now_s())
         try:
             recorder = Recorder(out, args.interval, on_error=lambda exc: (
                 print(f"gpuwatch: {exc}", file=sys.stderr, flush=True),

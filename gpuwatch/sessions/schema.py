@@ -108,12 +108,9 @@ CREATE TABLE budget_link (
 MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
 
-def create(path: Path) -> sqlite3.Connection:
-    """A new, empty session file.
-
-    Refuses anything already at the path (a file, a pipe, even a dangling link). A
-    missing folder is created only when it is gpuwatch's own sessions folder; a
-    user-given path in a folder that does not exist is refused."""
+def prepare_new(path: Path) -> None:
+    """Check that a new session file may be made at ``path``: nothing there yet, and its
+    folder present (gpuwatch's own sessions folder is created; no other is)."""
     if os.path.lexists(path):
         raise SessionFileError(str(path), "already exists; choose another file")
     folder = path.parent
@@ -122,6 +119,18 @@ def create(path: Path) -> sqlite3.Connection:
                                           "not exist (folders are not created)")
     try:
         folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SessionFileError(str(path), f"cannot be created ({exc})") from None
+
+
+def create(path: Path) -> sqlite3.Connection:
+    """A new, empty session file.
+
+    Refuses anything already at the path (a file, a pipe, even a dangling link). A
+    missing folder is created only when it is gpuwatch's own sessions folder; a
+    user-given path in a folder that does not exist is refused."""
+    prepare_new(path)
+    try:
         conn = sqlite3.connect(path, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise SessionFileError(str(path), f"cannot be created ({exc})") from None

@@ -18,6 +18,7 @@ from gpuwatch import __version__
 from gpuwatch.core.hints import Hint, HintEvent, HintEventKind
 from gpuwatch.core.snapshot import GpuState, Snapshot
 from gpuwatch.sessions import schema
+from gpuwatch.sessions.liveness import hold_live_lock
 
 
 @dataclass(slots=True)
@@ -31,7 +32,15 @@ class _Process:
 class SessionWriter:
     def __init__(self, path: Path):
         self.path = path
-        self._conn = schema.create(path)
+        schema.prepare_new(path)
+        # held while the file is written, so no prune (here or in another process)
+        # takes a session that is still being recorded
+        self._live = hold_live_lock(path)
+        try:
+            self._conn = schema.create(path)
+        except BaseException:
+            self._live.release()
+            raise
         self._started: float | None = None
         self._processes: dict[tuple[int, int, float | None], _Process] = {}
         self._alive: set[tuple[int, int, float | None]] = set()
@@ -156,10 +165,13 @@ class SessionWriter:
         if self._started is not None:
             end = ended_at_s if ended_at_s is not None else self._started + self._last_t
             self._conn.execute("UPDATE session SET ended_at_s=? WHERE id=1", (end,))
-        self.commit()
-        with contextlib.suppress(sqlite3.Error):   # a reader holds it: the WAL stays beside
-            self._conn.execute("PRAGMA journal_mode=DELETE")
-        self._conn.close()
+        try:
+            self.commit()
+            with contextlib.suppress(sqlite3.Error):   # a reader holds it: the WAL stays
+                self._conn.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            self._conn.close()
+            self._live.release()
 
 
 _INT64 = range(-(2**63), 2**63)

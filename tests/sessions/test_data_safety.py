@@ -121,6 +121,7 @@ def test_a_session_being_recorded_here_is_kept_by_prune(recorded, capsys, limit)
     try:
         old_time = time.time() - 40 * DAY           # the main file's mtime says nothing
         os.utime(live, (old_time, old_time))
+        assert liveness.lock_state(live) is True      # the recorder holds the live lock
         assert liveness.is_live(live)
         code, out, _ = run(capsys, "sessions", *limit)
         assert code == 0

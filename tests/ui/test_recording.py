@@ -130,6 +130,7 @@ def test_prune_on_start_keeps_the_current_session(make_window, scenario, qtbot):
     wal.write_bytes(b"x")
     ancient = time.time() - 90 * 86400
     os.utime(old, (ancient, ancient))
+    os.utime(wal, (ancient, ancient))        # a fresh WAL would mean a live recording
     window = make_window()
     rec = RecordingController(window, 1.0)
     feed_both(window, rec, scenario("workstation"), range(0, 3))
