@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,7 +53,8 @@ from gpuwatch.budget.bounds import (
     finite_number,
     whole_number,
 )
-from gpuwatch.core.units import UnitError, format_bytes, parse_size, shown
+from gpuwatch.core.small_files import SmallFileError, path_text, read_small_file
+from gpuwatch.core.units import UnitError, parse_size, shown
 
 MAX_CONFIG_BYTES = 4 << 20   # config.json files are a few KiB; ImageNet-21k label maps ~1 MiB
 
@@ -181,41 +180,13 @@ def _custom(args: argparse.Namespace) -> TransformerSpec:
     )
 
 
-def _path_text(path: str) -> str:
-    """A path as a message shows it: as given when printable, else quoted and cut short."""
-    return path if path.isprintable() and len(path) <= 200 else shown(path, 200)
-
-
-def read_small_file(path: str, flag: str, limit: int) -> bytes:
-    """A regular file's bytes, at most ``limit``: a FIFO, a device or a folder is refused
-    before it is read (opened without blocking), and nothing past ``limit`` is read."""
-    shown_path = _path_text(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+def read_config_bytes(path: str, flag: str, limit: int) -> bytes:
+    """A config file's bytes: a regular file of at most ``limit`` bytes, read without
+    blocking (see :func:`gpuwatch.core.small_files.read_small_file`)."""
     try:
-        fd = os.open(path, flags)
-    except (OSError, ValueError) as e:
-        reason = getattr(e, "strerror", None) or str(e)
-        raise BudgetError(flag, f"cannot read {shown_path}: {reason}.") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe, socket or device"
-            raise BudgetError(flag, f"{shown_path} is {kind}, not a regular file.")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as e:
-        raise BudgetError(flag, f"cannot read {shown_path}: {e.strerror or e}.") from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise BudgetError(flag, f"{shown_path} is larger than {format_bytes(limit)}, "
-                                "more than any config.json.")
-    return b"".join(chunks)
+        return read_small_file(path, limit)
+    except SmallFileError as exc:
+        raise BudgetError(flag, f"{path_text(path)} {exc.reason}.") from None
 
 
 def decode_json_text(data: bytes, path: str) -> str:
@@ -224,22 +195,22 @@ def decode_json_text(data: bytes, path: str) -> str:
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
-        raise BudgetError("--config", f"{_path_text(path)} is not UTF-8 text (byte "
+        raise BudgetError("--config", f"{path_text(path)} is not UTF-8 text (byte "
                                       f"0x{data[e.start]:02x} at offset {e.start}); "
                                       "save it as UTF-8.") from None
 
 
 def _read_config(path: str) -> TransformerSpec:
-    text = decode_json_text(read_small_file(path, "--config", MAX_CONFIG_BYTES), path)
+    text = decode_json_text(read_config_bytes(path, "--config", MAX_CONFIG_BYTES), path)
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as e:
-        raise BudgetError("--config", f"{_path_text(path)} is not valid JSON ({e}).") from None
+        raise BudgetError("--config", f"{path_text(path)} is not valid JSON ({e}).") from None
     except RecursionError:
-        raise BudgetError("--config", f"{_path_text(path)} nests arrays or objects too deeply "
+        raise BudgetError("--config", f"{path_text(path)} nests arrays or objects too deeply "
                                       "to be a config.json.") from None
     except ValueError as e:   # e.g. an integer of more than 4300 digits
-        raise BudgetError("--config", f"{_path_text(path)} is not usable JSON ({e}).") from None
+        raise BudgetError("--config", f"{path_text(path)} is not usable JSON ({e}).") from None
     p = Path(path)
     return spec_from_hf_config(cfg, p.parent.name or p.stem)
 

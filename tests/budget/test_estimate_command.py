@@ -100,7 +100,7 @@ def test_config_json(tmp_path, capsys):
         (["--model", "gpt2", "--gpu", "Z9000"], "unknown GPU"),
         (["--model", "llama-2-7b", "--precision", "int4"], "LoRA"),
         (["--model", "gpt2", "--sparsity", "1.5"], "sparsity"),
-        (["--config", "/nonexistent/config.json"], "cannot read"),
+        (["--config", "/nonexistent/config.json"], "does not exist"),
     ],
 )
 def test_bad_input_exits_2_with_one_sentence(capsys, argv, names):

@@ -239,7 +239,7 @@ def test_a_folder_is_refused(tmp_path):
 
 def test_a_file_over_one_mebibyte_is_refused(tmp_path):
     path = _file(tmp_path, HEAD + "#" * MAX_FILE_BYTES + "\n")
-    with pytest.raises(ScenarioError, match=r"at most 1\.0 MiB"):
+    with pytest.raises(ScenarioError, match=r"larger than 1\.0 MiB"):
         load_scenario_file(path)
 
 

@@ -10,18 +10,16 @@ bounds are listed in ``docs/scenarios.md``.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.core.small_files import SmallFileError, path_text, read_small_file
 from gpuwatch.core.units import (
     MAX_SIZE_BYTES,
     MAX_SIZE_TEXT,
     UnitError,
-    format_bytes,
     parse_size,
     shown,
 )
@@ -198,53 +196,22 @@ def _kind(raw: Any) -> str:
 
 def source_name(path: Path) -> str:
     """The path as a message may show it: one printable line, cut short."""
-    text = str(path)
-    return text if text.isprintable() and len(text) <= 200 else shown(text, 200)
+    return path_text(path)
 
 
 def read_scenario_bytes(path: Path, source: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes, or a ScenarioError.
 
-    Opened without blocking (a FIFO with no writer must not hang the command) and
-    read no further than ``limit`` + 1 bytes (``/dev/zero`` must not fill memory).
+    A FIFO must not hang the command nor ``/dev/zero`` fill memory: see
+    :func:`gpuwatch.core.small_files.read_small_file`.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ScenarioError(source, None, "no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(source, None, "is a folder, not a scenario file") from None
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ScenarioError(source, None, f"cannot be read ({reason})") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ScenarioError(source, None, "is a folder, not a scenario file")
-        if not stat.S_ISREG(info.st_mode):
-            raise ScenarioError(source, None, "is not a regular file (a pipe, socket or "
-                                              "device); give a .toml file")
-        if info.st_size > limit:
-            raise ScenarioError(source, None, f"is {format_bytes(info.st_size)}; a scenario "
-                                              f"file may be at most {format_bytes(limit)}")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise ScenarioError(source, None, f"cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    if size > limit:   # the file grew while we read it
-        raise ScenarioError(source, None,
-                            f"is larger than {format_bytes(limit)}, the most a scenario "
-                            "file may hold")
-    return b"".join(chunks)
+        return read_small_file(path, limit)
+    except SmallFileError as exc:
+        reason = {"missing": "no such file",
+                  "folder": "is a folder, not a scenario file",
+                  "special": f"{exc.reason}; give a .toml file"}.get(exc.kind, exc.reason)
+        raise ScenarioError(source, None, reason) from None
 
 
 def decode_scenario_text(data: bytes, source: str) -> str:
