@@ -167,11 +167,13 @@ def mangled_scenarios(draw) -> dict[str, Any]:
         if action == "delete" and isinstance(parent, dict):
             del parent[key]
         elif action == "unknown" and isinstance(parent, dict):
-            parent[draw(TEXT)] = draw(EVIL)
+            parent[draw(TEXT)] = copy.deepcopy(draw(EVIL))
         elif action == "wrap":
             parent[key] = [parent[key]]
         else:
-            parent[key] = draw(st.one_of(MILD, EVIL))
+            # a copy: sampled lists and tables are shared between examples, and a later
+            # mutation of this document must not change (or nest) the shared original
+            parent[key] = copy.deepcopy(draw(st.one_of(MILD, EVIL)))
         if not paths(data):
             break
     return data
