@@ -10,6 +10,7 @@ import json
 import os
 
 import pytest
+from cli_support import run as cli_run
 
 from gpuwatch.budget import (
     BudgetError,
@@ -24,13 +25,10 @@ from gpuwatch.budget import (
     spec_from_params,
 )
 from gpuwatch.budget.bounds import MAX_BATCH, MAX_PARAMS, MAX_SEQ, divisors
-from gpuwatch.cli import main
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["estimate", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli_run(capsys, "estimate", *argv)
 
 
 def refused(capsys, *argv: str) -> str:

@@ -10,20 +10,18 @@ and the config file is left as it was.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import math
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from cli_support import run_captured as run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuwatch.budget import model_names
-from gpuwatch.cli import main
 
 NUMBERS = st.one_of(
     st.sampled_from([
@@ -56,16 +54,6 @@ SIZE_FLAGS = ["--capacity", "--overhead"]
 SWITCHES = ["--fit", "--sequence-parallel", "--no-flash-attention"]
 
 
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:   # argparse's own errors
-            code = exc.code if isinstance(exc.code, int) else 2
-            assert code == 2, f"argparse exited {exc.code!r} for {argv!r}"
-            return code, "", ""
-    return code, out.getvalue(), err.getvalue()
 
 
 def check(argv: list[str]) -> None:

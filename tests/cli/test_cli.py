@@ -8,17 +8,7 @@ import sys
 import tomllib
 
 import pytest
-
-from gpuwatch.cli import main
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:      # argparse's own usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_support import run
 
 
 def test_snapshot_json_follows_the_schema(capsys):

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
 import shutil
 import signal
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import run_captured
 from hypothesis import given
 from hypothesis import strategies as st
 from session_support import record_scenario
-
-from gpuwatch.cli import main
 
 HANG_LIMIT_S = 60        # a guard against hangs, far above any healthy run here
 
@@ -177,18 +174,8 @@ def command_lines(draw, arena: Path) -> list[str]:
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            _alarm(HANG_LIMIT_S):
-        try:
-            code = main(argv)
-        except SystemExit as exc:        # argparse's own usage errors
-            code = exc.code if isinstance(exc.code, int) else 2
-        except Hang:
-            raise
-        except BaseException:
-            pytest.fail(f"{argv!r} raised:\n{traceback.format_exc()}")
-    return code, out.getvalue(), err.getvalue()
+    with _alarm(HANG_LIMIT_S):
+        return run_captured(argv)
 
 
 @pytest.fixture(scope="module")

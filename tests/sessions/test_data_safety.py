@@ -22,9 +22,9 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
+from cli_support import run
 from session_support import record_scenario
 
-from gpuwatch.cli import main
 from gpuwatch.core.output_paths import OutputPathError, check_output_file
 from gpuwatch.sessions import liveness, paths
 from gpuwatch.sessions.errors import SessionFileError
@@ -38,15 +38,6 @@ DAY = 86400
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:          # argparse's own usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import subprocess
 import zipfile
 
 import pytest
+from cli_support import run as run_cli
 from session_support import record_scenario
 
-from gpuwatch.cli import main
 from gpuwatch.sessions.export import export
 from gpuwatch.sessions.schema import SCHEMA_VERSION
 from gpuwatch.telemetry.sim.catalog import builtin_names
@@ -96,12 +96,6 @@ memory = "1GiB"
         assert raw not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(2)&gt;" in page
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _bad_files(tmp_path, good):

@@ -11,10 +11,8 @@ tests in ``test_scenario_inputs.py``; generated inputs stay small.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
-import io
 import json
 import math
 import tempfile
@@ -22,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli_support import run_captured as run_cli
 from hypothesis import given
 from hypothesis import strategies as st
-
-from gpuwatch.cli import main
 
 VALID: dict[str, Any] = {
     "schema": "gpuwatch.scenario/1",
@@ -177,16 +174,6 @@ def mangled_scenarios(draw) -> dict[str, Any]:
         if not paths(data):
             break
     return data
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:   # argparse's own errors
-            code = exc.code if isinstance(exc.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
 
 
 def check_snapshot(text: str | bytes) -> None:
