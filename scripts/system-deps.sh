@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages gpuwatch needs that this machine lacks.
 #   scripts/system-deps.sh          what the app needs (Qt's libraries)
-#   scripts/system-deps.sh test     plus Xvfb, D-Bus and poppler for the tests
+#   scripts/system-deps.sh test     plus what the tests need (Xvfb, D-Bus, poppler, gcc)
 # Already-installed packages are skipped, so a second run costs only a dpkg query.
+# When another apt or dpkg holds the package lock (an unattended upgrade, say), it waits
+# for it, saying so, instead of failing.
 set -euo pipefail
 
 runtime=(python3-venv libegl1 libgl1 libx11-6 libdbus-1-3 libfontconfig1 libfreetype6
@@ -10,7 +12,13 @@ runtime=(python3-venv libegl1 libgl1 libx11-6 libdbus-1-3 libfontconfig1 libfree
          libxcb-image0 libxcb-keysyms1 libxcb-render-util0 libxcb-render0 libxcb-shape0
          libxcb-util1 libxcb-xkb1 libxcb-randr0 libxcb-xfixes0 libxcb-sync1 libxcb-xinerama0
          fonts-dejavu-core)
-testing=(xvfb xauth dbus dbus-x11 poppler-utils)
+testing=(xvfb xauth dbus dbus-x11 poppler-utils gcc libc6-dev)
+
+why_runtime="Qt's window-system, OpenGL, D-Bus and font libraries, which the PySide6 wheel does not ship"
+why_testing="Xvfb for real windows, a private D-Bus for the tray tests, poppler to read the PDF reports, and gcc to build the stand-in NVIDIA driver library the telemetry tests run on"
+
+LOCK_WAIT_TRIES=${LOCK_WAIT_TRIES:-20}     # 20 × 30 s: ten minutes at the most
+LOCK_WAIT_S=${LOCK_WAIT_S:-30}
 
 wanted=("${runtime[@]}")
 [ "${1:-}" = "test" ] && wanted+=("${testing[@]}")
@@ -24,8 +32,33 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "system-deps: installing ${missing[*]}"
+echo "system-deps:   the app needs $why_runtime."
+[ "${1:-}" = "test" ] && echo "system-deps:   the tests also need $why_testing."
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# apt-get with the package lock awaited: apt's own timeout for the dpkg lock, and a retry
+# loop for the lists lock of `update`, which that timeout does not cover.
+apt_get() {
+  local try=1 out
+  while true; do
+    if out=$($sudo apt-get -o DPkg::Lock::Timeout="$LOCK_WAIT_S" "$@" 2>&1); then
+      return 0
+    fi
+    if [ "$try" -lt "$LOCK_WAIT_TRIES" ] \
+        && grep -qiE "could not get lock|unable to acquire|is another process using it" <<<"$out"; then
+      echo "system-deps: another apt or dpkg is running and holds the package lock;" \
+           "waiting for it to finish (try $try of $LOCK_WAIT_TRIES, ${LOCK_WAIT_S} s apart)"
+      try=$((try + 1))
+      sleep "$LOCK_WAIT_S"
+      continue
+    fi
+    echo "$out" >&2
+    echo "system-deps: 'apt-get $*' failed (above)." >&2
+    return 1
+  done
+}
+
+apt_get update -qq
+apt_get install -y -qq --no-install-recommends "${missing[@]}"
