@@ -61,7 +61,9 @@ def check(argv: list[str]) -> None:
     assert code in (0, 2), (argv, code, err)
     if code == 2:
         assert out == "", argv
-        if err:   # argparse's usage message aside
+        if err.startswith("usage:"):      # argparse's own: usage, then one error line
+            assert err.splitlines()[-1].startswith("gpuwatch estimate: error:"), (argv, err)
+        else:
             assert err.startswith("gpuwatch") and err.count("\n") == 1, (argv, err)
         return
     doc = json.loads(out)
