@@ -138,13 +138,14 @@ def test_a_probe_going_away_removes_the_split(make_window, scenario) -> None:
     assert card.probe.isHidden() and not window.probe_overlays
     assert model.data(model.index(model.row_of(KEY), BUDGET)) == "—"
     assert card.budget.isHidden()
-    # it comes back, then the process ends: no row, no split, no legend
+    # it comes back, then the process ends: no split, no legend, only an exited row
     feed(window, backend, [702])
     assert len(_split(window)) == 3
     gone = sample_at(backend, 703)
     window.on_snapshot(replace(gone, gpus=(replace(gone.gpus[0], processes=()),), probes=()))
     assert _split(window) == [] and card.probe.isHidden() and card.budget.isHidden()
-    assert model.rowCount() == 0 and not window.probe_overlays
+    assert model.live_rows == 0 and not window.probe_overlays
+    assert model.is_exited(KEY) and model.data(model.index(model.row_of(KEY), BUDGET)) == "—"
 
 
 def test_unchanged_badges_are_not_announced(make_window, scenario, qtbot) -> None:

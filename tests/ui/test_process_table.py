@@ -55,10 +55,15 @@ def test_follows_churn_without_stale_rows(make_window, scenario) -> None:
         snap = sample_at(backend, t)
         window.on_snapshot(snap)
         expected = {(p.gpu_index, p.pid) for p in snap.processes}
-        assert set(model.keys) == expected
-        assert len(model.keys) == len(expected) == model.rowCount()
+        assert set(model.live_keys) == expected
+        assert len(model.live_keys) == len(expected) == model.live_rows
+        exited = model.keys[model.live_rows:]             # the ones that left, greyed
+        assert model.rowCount() == len(expected) + len(exited)
+        assert not expected & set(exited)
+        assert all(model.is_exited(k) for k in exited)
         seen_sizes.add(len(expected))
     assert len(seen_sizes) > 2          # processes really came and went
+    assert model.exited_rows > 0
 
 
 def test_selection_follows_its_process_through_resorting(make_window, scenario) -> None:

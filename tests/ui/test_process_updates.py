@@ -14,8 +14,8 @@ from gpuwatch.ui.live.process_model import (
     PID,
     RUNNING,
     ProcessModel,
-    _running_step,
 )
+from gpuwatch.ui.live.process_texts import running_step
 from tests.ui.conftest import sample_at
 
 
@@ -110,7 +110,7 @@ def test_running_step_matches_the_text() -> None:
     for a in times:
         for b in times:
             same_text = format_duration(a) == format_duration(b)
-            assert same_text == (_running_step(0.0, a) == _running_step(0.0, b)), (a, b)
+            assert same_text == (running_step(0.0, a) == running_step(0.0, b)), (a, b)
 
 
 def test_process_plot_waits_for_its_tab(make_window, scenario, qtbot) -> None:

@@ -1,14 +1,20 @@
-"""The row (or grid) of GPU cards: one per GPU seen, laid out by how many there are."""
+"""The row (or grid) of GPU cards: one per GPU seen, laid out by how many there are.
+
+Above them, the snapshot's warnings, when it has any: with no GPU at all (NVML lists
+none) the sentence saying what to check stands where the cards would be.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.core.units import UnitSystem
 from gpuwatch.ui.live.gpu_card import GpuCard
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.settings import Thresholds
+from gpuwatch.ui.widgets import theme
 
 
 def columns_for(n: int) -> int:
@@ -22,10 +28,50 @@ class CardsView(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._inner = QWidget()
-        self._grid = QGridLayout(self._inner)
+        self.notice = QLabel()            # the snapshot's warnings (no GPUs, hidden pids)
+        self.notice.setObjectName("cardsNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setTextFormat(Qt.TextFormat.PlainText)
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.hide()
+        self._warnings: tuple[str, ...] = ()
+        self._grid = QGridLayout()
         self._grid.setContentsMargins(8, 8, 8, 4)
         self._grid.setSpacing(8)
+        top = QVBoxLayout()              # takes no room while the notice is hidden
+        top.setContentsMargins(8, 8, 8, 0)
+        top.addWidget(self.notice)
+        outer = QVBoxLayout(self._inner)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        outer.addLayout(top)
+        outer.addLayout(self._grid, 1)
         self.setWidget(self._inner)
+        self.restyle()
+
+    def set_warnings(self, warnings: tuple[str, ...]) -> bool:
+        """Show the snapshot's warnings; True when the notice came, went or changed, so
+        the window may re-fit the cards' height."""
+        if warnings == self._warnings:
+            return False
+        self._warnings = warnings
+        if not warnings:
+            self.notice.hide()
+        else:
+            self.notice.setText("\n".join(warnings))
+            self.notice.show()
+        if self.cards:
+            self._relayout()
+        else:
+            self.setMinimumHeight(self.notice.heightForWidth(max(400, self.width() - 16))
+                                  + 24 if warnings else 0)
+        return True
+
+    def restyle(self) -> None:
+        c = theme.colors()
+        self.notice.setStyleSheet(
+            f"QLabel#cardsNotice {{ background: {c.banner_warn}; color: {c.text}; "
+            f"border-left: 4px solid {c.warning}; padding: 8px 12px; }}")
 
     def update_snapshot(self, snap: Snapshot, units: UnitSystem, thresholds: Thresholds,
                         overlays: dict[int, Overlay]) -> bool:
@@ -54,7 +100,9 @@ class CardsView(QScrollArea):
             self._grid.setColumnStretch(c, 1 if c < cols else 0)
         rows = -(-len(self.cards) // cols)
         self._grid.setRowStretch(rows, 1)
-        self.setMinimumHeight(self.height_for_rows(min(rows, 2)))
+        notice = 0 if self.notice.isHidden() else \
+            self.notice.heightForWidth(max(400, self.width() - 16)) + 8
+        self.setMinimumHeight(self.height_for_rows(min(rows, 2)) + notice)
 
     def height_for_rows(self, rows: int) -> int:
         """Room for ``rows`` rows of cards (budget lines included) without scrolling."""

@@ -133,10 +133,12 @@ class MainWindow(QMainWindow):
         """Append every snapshot to the history, then redraw once for the newest."""
         if not snaps:
             return
-        for snap in snaps:
+        for i, snap in enumerate(snaps, 1 - len(snaps)):
             self.history.append(snap)
             self.processes.probe_history.observe(snap)
             self.hint_source.observe()
+            if i:     # not the newest: the table notes only who left in it
+                self.processes.model.pass_snapshot(snap)
         self.samples += len(snaps)
         self.refresh()
         self.hint_source.flush()
@@ -156,6 +158,7 @@ class MainWindow(QMainWindow):
         self.overlays = self._overlays(snap)
         self.probe_overlays = probe_view.probe_overlays(snap, probes, self.overlays)
         relaid = self._update_cards(snap, probes)
+        relaid = self.cards.set_warnings(snap.warnings) or relaid   # e.g. no GPUs at all
         if relaid and self.settings.state("splitter_main") is None:
             self.fit_cards()
         self.processes.model.set_budgets({k: o.prediction.total_bytes
@@ -279,6 +282,7 @@ class MainWindow(QMainWindow):
             app.setStyleSheet(theme.stylesheet(colors))
             self.plots.restyle()
             self.processes.restyle()
+            self.cards.restyle()
         if initial or prefs.units != old.units:
             self.plots.set_units(self.units)
             self.processes.set_units(self.units)

@@ -10,11 +10,16 @@ proxy re-sorts by calling ``data()`` (Python) thousands of times per sample; one
 when the view first asks for them, so ``data()`` is a lookup. A process that runs the
 probe says "probe" in the Budget column, with the allocator's figures in its tooltip
 (made on hover).
+
+A process that left its GPU stays for :data:`EXITED_ROW_KEEP_S` as an *exited* row
+(:mod:`~gpuwatch.ui.live.exited_rows`): its last memory, "exited 12:03:41" in the Running
+column, always below the live rows (sorted among themselves by the same column). The
+exited rows are the tail of the row list; a sample with the same processes re-sorts only
+the live part, and their texts are made once, since they do not change.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -22,24 +27,36 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QFont
 
 from gpuwatch.core.probe_format import ProbeReport
-from gpuwatch.core.snapshot import (
-    EXITED_PROCESS_LABEL,
-    HIDDEN_PROCESS_LABEL,
-    HostStatus,
-    ProcessSample,
-    Snapshot,
-)
-from gpuwatch.core.units import UnitSystem, format_bytes, format_duration
+from gpuwatch.core.snapshot import HostStatus, ProcessSample, Snapshot
+from gpuwatch.core.units import UnitSystem
+from gpuwatch.ui.live.exited_rows import Exited, ExitedProcesses
 from gpuwatch.ui.live.probe_view import probe_tooltip
+from gpuwatch.ui.live.process_texts import (
+    BUDGET,
+    COLUMNS,
+    COMMAND,
+    CONTAINER,
+    CPU,
+    GPU,
+    MEMORY,
+    NAME,
+    NUMERIC,
+    PID,
+    RSS,
+    RUNNING,
+    USER,
+    budget_tooltip_text,
+    command_line,
+    exited_row_texts,
+    exited_tooltip,
+    row_texts,
+    running_step,
+)
 from gpuwatch.ui.widgets import theme
 
 Key = tuple[int, int]   # (gpu index, pid)
 Index = QModelIndex | QPersistentModelIndex
 
-COLUMNS = ("PID", "User", "Name", "GPU", "GPU memory", "Budget", "CPU %", "RSS", "Running",
-           "Container", "Command")
-PID, USER, NAME, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING, CONTAINER, COMMAND = range(len(COLUMNS))
-NUMERIC = {PID, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING}
 SAMPLE_ROLE = Qt.ItemDataRole.UserRole + 1
 RUN = 100   # rows per dataChanged: Qt repaints the whole viewport for larger ranges
 
@@ -52,9 +69,9 @@ _DECORATION = Qt.ItemDataRole.DecorationRole
 _TOOLTIP = Qt.ItemDataRole.ToolTipRole
 _FONT = Qt.ItemDataRole.FontRole
 
-
-def command_line(p: ProcessSample) -> str:
-    return shlex.join(p.cmdline) if p.cmdline else (p.name or "")
+# What a row is, for the view: running; exited (gone from its GPU, greyed); or listed by
+# the driver though the host has no such process (a zombie: it still holds memory).
+LIVE, EXITED, HOLDING = "live", "exited", "holding"
 
 
 class ProcessModel(QAbstractTableModel):
@@ -69,9 +86,16 @@ class ProcessModel(QAbstractTableModel):
         self._sort_column = MEMORY
         self._sort_order = Qt.SortOrder.DescendingOrder
         self._texts: dict[Key, list[str]] = {}   # this sample's row texts, made on demand
+        self.exited = ExitedProcesses()
+        self._seen: dict[Key, ProcessSample] = {}   # the processes of the last snapshot seen
+        self._shown_version = 0                     # of ``exited``, as the rows show it
+        self._exited_keys: list[Key] = []        # the exited rows shown: the tail of _keys
+        self._exited_texts: dict[Key, list[str]] = {}   # made once: they do not change
         self.units: UnitSystem = "iec"
         self._bold = QFont()
         self._bold.setBold(True)
+        self._italic = QFont()
+        self._italic.setItalic(True)
 
     # Qt model API -------------------------------------------------------------------
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
@@ -102,37 +126,67 @@ class ProcessModel(QAbstractTableModel):
         col = index.column()
         if role == _DECORATION:
             if col == NAME:
-                return theme.process_color(self._samples[self._keys[index.row()]].pid)
+                return theme.process_color(self._keys[index.row()][1])
             return None
         if role == _TOOLTIP:
+            key = self._keys[index.row()]
+            gone = self.exited_row(key)
             if col in (NAME, COMMAND):
-                return command_line(self._samples[self._keys[index.row()]])
+                return command_line(self._sample_of(key))
+            if gone is not None:
+                return exited_tooltip(gone, self.units)
             if col == BUDGET:
-                return self._budget_tooltip(self._keys[index.row()])
+                return self._budget_tooltip(key)
             return None
         if role == _FONT:
-            if col == BUDGET and self._keys[index.row()] in self._budgets:
+            key = self._keys[index.row()]
+            if key not in self._samples:
+                return self._italic
+            if col == BUDGET and key in self._budgets:
                 return self._bold
             return None
         if role == SAMPLE_ROLE:
-            return self._samples[self._keys[index.row()]]
+            return self._sample_of(self._keys[index.row()])
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         self._sort_column, self._sort_order = column, order
+        self._exited_keys = self._sorted_exited(self._exited_keys)
         self._resort()
 
     # updates ------------------------------------------------------------------------
     def update_snapshot(self, snapshot: Snapshot) -> None:
         old, old_now = self._samples, self._now_s
         self._now_s = snapshot.timestamp_s
-        self._samples = {(p.gpu_index, p.pid): p for p in snapshot.processes}
+        samples = self._samples = {(p.gpu_index, p.pid): p for p in snapshot.processes}
         self._texts = {}
-        self._reconcile(old, old_now)
+        seen = self._seen
+        same = self._note_exits(samples, snapshot)
+        changed = self.exited.version != self._shown_version
+        self._shown_version = self.exited.version
+        # unfiltered rows are the last sample's processes: then ``same`` says they hold
+        self._reconcile(old, old_now, exited_changed=changed,
+                        same=same if seen is old and not self._filter else None)
+
+    def pass_snapshot(self, snapshot: Snapshot) -> None:
+        """A snapshot the table will not show (one of a burst, before the newest): only
+        the processes that left in it are noted, so none is missed."""
+        self._note_exits({(p.gpu_index, p.pid): p for p in snapshot.processes}, snapshot)
+
+    def _note_exits(self, samples: dict[Key, ProcessSample], snapshot: Snapshot) -> bool:
+        """Note who left since the last snapshot seen; True when the processes are the
+        same (the common case: one comparison, no bookkeeping)."""
+        seen, self._seen = self._seen, samples
+        exited = self.exited
+        same = samples.keys() == seen.keys()
+        changed = not same and exited.observe(seen, samples, snapshot)
+        if exited.expire(snapshot.timestamp_s) or changed:
+            self._exited_texts = {}
+        return same
 
     def set_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
-        self._reconcile()
+        self._reconcile(exited_changed=True)
 
     def set_budgets(self, budgets: dict[Key, int]) -> None:
         if budgets != self._budgets:
@@ -154,6 +208,7 @@ class ProcessModel(QAbstractTableModel):
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
         self._texts = {}
+        self._exited_texts = {}
         self._changed_all()
 
     def budget(self, key: Key) -> int | None:
@@ -166,6 +221,29 @@ class ProcessModel(QAbstractTableModel):
         key = self._keys[row]
         return self._texts_of(key), key[1], key in self._budgets
 
+    def row_state(self, row: int) -> str:
+        """``LIVE``, ``EXITED`` (gone from its GPU: greyed) or ``HOLDING`` (the driver
+        lists it, the host has no such process: it still holds memory)."""
+        p = self._samples.get(self._keys[row])
+        if p is None:
+            return EXITED
+        return HOLDING if p.host_status is HostStatus.EXITED else LIVE
+
+    def exited_row(self, key: Key) -> Exited | None:
+        """The exited process shown in row ``key``; None for a running one."""
+        return None if key in self._samples else self.exited.rows.get(key)
+
+    def is_exited(self, key: Key) -> bool:
+        return key not in self._samples and key in self.exited.rows
+
+    @property
+    def live_rows(self) -> int:
+        return len(self._keys) - len(self._exited_keys)
+
+    @property
+    def exited_rows(self) -> int:
+        return len(self._exited_keys)
+
     def key_at(self, row: int) -> Key | None:
         return self._keys[row] if 0 <= row < len(self._keys) else None
 
@@ -176,11 +254,21 @@ class ProcessModel(QAbstractTableModel):
             return -1
 
     def sample(self, key: Key) -> ProcessSample | None:
-        return self._samples.get(key)
+        """The process's sample: this one, or its last for an exited row."""
+        p = self._samples.get(key)
+        if p is None:
+            gone = self.exited.rows.get(key)
+            return None if gone is None else gone.sample
+        return p
 
     @property
     def keys(self) -> list[Key]:
+        """Every row's key in display order, exited rows (at the end) included."""
         return list(self._keys)
+
+    @property
+    def live_keys(self) -> list[Key]:
+        return self._keys[:len(self._keys) - len(self._exited_keys)]
 
     # internals ----------------------------------------------------------------------
     def _accepts(self, p: ProcessSample) -> bool:
@@ -192,22 +280,29 @@ class ProcessModel(QAbstractTableModel):
         return all(word in hay for word in f.split())
 
     def _reconcile(self, old: dict[Key, ProcessSample] | None = None,
-                   old_now_s: float = 0.0) -> None:
-        """Bring the rows in line with the samples and the filter. With ``old`` (the
-        previous sample), rows that stayed in place are announced cell by cell."""
-        wanted = [k for k, p in self._samples.items() if self._accepts(p)] if self._filter \
-            else list(self._samples)
-        wanted_set = set(wanted)
-        if wanted_set == set(self._keys):            # the same processes: nothing to add
-            removed = False
-            new: list[Key] = []
-        else:
-            removed, new = self._remove_and_append(wanted, wanted_set)
-        # reorder; then the cells that changed, or everything
-        if new or removed:
+                   old_now_s: float = 0.0, exited_changed: bool = False,
+                   same: bool | None = None) -> None:
+        """Bring the rows in line with the samples, the exited processes and the filter.
+        With ``old`` (the previous sample), rows that stayed in place are announced cell
+        by cell; ``same``, when known, says whether the running rows are still the ones
+        wanted."""
+        if same is None or exited_changed or not same:
+            wanted = [k for k, p in self._samples.items() if self._accepts(p)] \
+                if self._filter else list(self._samples)
+            wanted_set = set(wanted)
+            live = self._keys[:len(self._keys) - len(self._exited_keys)] \
+                if self._exited_keys else self._keys
+            same = wanted_set == set(live)
+        if exited_changed or not same:                   # processes came, went or left
+            exited = self._sorted_exited([k for k, e in self.exited.rows.items()
+                                          if k not in wanted_set and self._accepts(e.sample)])
+            wanted += exited
+            self._remove_and_append(wanted, set(wanted))
+            self._exited_keys = exited
             self._resort()
             self._changed_all()
             return
+        # the same processes: reorder; then the cells that changed, or everything
         if self._resort(quietly=True):
             self._changed_all()   # the same rows in another order: repaint them all
             return
@@ -245,10 +340,13 @@ class ProcessModel(QAbstractTableModel):
         return removed, new
 
     def _changed_cells(self, old: dict[Key, ProcessSample], old_now_s: float) -> None:
-        """One dataChanged per column and run of changed rows (at most ``RUN`` long)."""
+        """One dataChanged per column and run of changed rows (at most ``RUN`` long).
+        Exited rows do not change: only the live ones are compared."""
         now = self._now_s
         changed: dict[int, list[int]] = {}
-        for row, key in enumerate(self._keys):
+        keys = self._keys[:len(self._keys) - len(self._exited_keys)] if self._exited_keys \
+            else self._keys
+        for row, key in enumerate(keys):
             p, q = self._samples[key], old.get(key)
             if q is None:
                 cols = range(len(COLUMNS))
@@ -260,8 +358,8 @@ class ProcessModel(QAbstractTableModel):
                     (MEMORY, p.used_bytes, q.used_bytes), (CPU, p.cpu_percent, q.cpu_percent),
                     (RSS, p.rss_bytes, q.rss_bytes), (CONTAINER, p.container, q.container),
                     (COMMAND, (p.cmdline, p.name), (q.cmdline, q.name))) if a != b]
-                if _running_step(p.started_at_s, now) != _running_step(q.started_at_s,
-                                                                        old_now_s):
+                if running_step(p.started_at_s, now) != running_step(q.started_at_s,
+                                                                      old_now_s):
                     cols.append(RUNNING)
             for col in cols:
                 changed.setdefault(col, []).append(row)
@@ -288,11 +386,23 @@ class ProcessModel(QAbstractTableModel):
         (~30 % of the table's cost per sample); this view has no per-row state (uniform
         row heights, no spans, no hidden rows), so moving the indexes and repainting the
         rows is all a re-sort needs. The selection is one row (``SingleSelection``), so
-        its range moves with its persistent corners."""
+        its range moves with its persistent corners.
+
+        The exited rows (``_exited_keys``, sorted when they change) follow the live
+        ones; a quiet re-sort sorts only the live ones."""
         key_fn, samples = self._sort_key(self._sort_column), self._samples
-        decorated = [(key_fn(samples[k], k), k) for k in self._keys]
+        tail = self._exited_keys
+        if quietly:
+            live = self._keys[:len(self._keys) - len(tail)] if tail else self._keys
+        else:
+            live = [k for k in self._keys if k in samples] if tail else self._keys
+        decorated = [(key_fn(samples[k], k), k) for k in live]
         decorated.sort(reverse=self._sort_order == Qt.SortOrder.DescendingOrder)
         ordered = [k for _, k in decorated]
+        if tail:
+            if quietly and ordered == live:
+                return False
+            ordered += tail
         if ordered == self._keys:
             return False
         if not quietly:
@@ -305,6 +415,21 @@ class ProcessModel(QAbstractTableModel):
         if not quietly:
             self.layoutChanged.emit()
         return True
+
+    def _sorted_exited(self, keys: list[Key]) -> list[Key]:
+        """Exited rows in the order of the sort column (their last samples), the most
+        recent exit first among equals."""
+        if not keys:
+            return []
+        rows = self.exited.rows
+        key_fn = self._sort_key(self._sort_column)
+        by_exit = sorted(keys, key=lambda k: -rows[k].exited_at_s)
+        return sorted(by_exit, key=lambda k: key_fn(rows[k].sample, k),
+                      reverse=self._sort_order == Qt.SortOrder.DescendingOrder)
+
+    def _sample_of(self, key: Key) -> ProcessSample:
+        p = self._samples.get(key)
+        return self.exited.rows[key].sample if p is None else p
 
     def _sort_key(self, col: int) -> Callable[[ProcessSample, Key], Any]:
         big = float("-inf")
@@ -331,7 +456,7 @@ class ProcessModel(QAbstractTableModel):
         return lambda p, k: command_line(p)
 
     def _budget_tooltip(self, key: Key) -> str | None:
-        linked = _budget_tooltip_text(self._budgets.get(key), self.units)
+        linked = budget_tooltip_text(self._budgets.get(key), self.units)
         report = self._probes.get(key)
         if report is None:
             return linked
@@ -343,60 +468,16 @@ class ProcessModel(QAbstractTableModel):
         """The row's texts for this sample, formatted the first time they are asked for."""
         texts = self._texts.get(key)
         if texts is None:
-            texts = self._texts[key] = self._row_texts(self._samples[key], key)
+            p = self._samples.get(key)
+            if p is None:
+                return self._exited_texts_of(key)
+            texts = self._texts[key] = row_texts(p, self.units, self._now_s,
+                                                 self._budgets.get(key), key in self._probes)
         return texts
 
-    def _row_texts(self, p: ProcessSample, key: Key) -> list[str]:
-        return [self._text(p, key, col) for col in range(len(COLUMNS))]
-
-    def _text(self, p: ProcessSample, key: Key, col: int) -> str:
-        if col == PID:
-            return str(p.pid)
-        if col == USER:
-            return p.user or "?"
-        if col == NAME:
-            return p.name or _unnamed(p)
-        if col == GPU:
-            return str(p.gpu_index)
-        if col == MEMORY:
-            return format_bytes(p.used_bytes, self.units)
-        if col == BUDGET:
-            text = format_bytes(self._budgets[key], self.units) if key in self._budgets else ""
-            if key in self._probes:
-                return f"probe · {text}" if text else "probe"
-            return text or "—"
-        if col == CPU:
-            return "n/a" if p.cpu_percent is None else f"{p.cpu_percent:.0f} %"
-        if col == RSS:
-            return format_bytes(p.rss_bytes, self.units)
-        if col == RUNNING:
-            if p.started_at_s is None:
-                return "n/a"
-            return format_duration(max(0.0, self._now_s - p.started_at_s))
-        if col == CONTAINER:
-            return p.container or "—"
-        return command_line(p)
-
-
-def _unnamed(p: ProcessSample) -> str:
-    """The name of a process the host could not describe, saying why."""
-    if p.host_status is HostStatus.EXITED:
-        return EXITED_PROCESS_LABEL
-    if p.host_status is HostStatus.HIDDEN:
-        return HIDDEN_PROCESS_LABEL
-    return "?"
-
-
-def _budget_tooltip_text(budget: int | None, units: UnitSystem) -> str | None:
-    if budget is None:
-        return None
-    return f"Predicted peak of the linked budget: {format_bytes(budget, units)}"
-
-
-def _running_step(started_at_s: float | None, now_s: float) -> int | None:
-    """The running time to the precision ``format_duration`` shows it: equal steps,
-    equal text (seconds below an hour, minutes below a day, then hours)."""
-    if started_at_s is None:
-        return None
-    s = round(max(0.0, now_s - started_at_s))
-    return s if s < 3600 else s - s % 60 if s < 86400 else s - s % 3600
+    def _exited_texts_of(self, key: Key) -> list[str]:
+        texts = self._exited_texts.get(key)
+        if texts is None:
+            texts = self._exited_texts[key] = exited_row_texts(self.exited.rows[key],
+                                                               self.units)
+        return texts

@@ -1,7 +1,8 @@
 """The process table with its filter, context menu, and the selected process's history.
 
 Right-click (or the keyboard) offers: copy the command line, link to a budget, and
-terminate — the last only for the user's own processes on real GPUs, after asking.
+terminate — the last only for the user's own running processes on real GPUs, after
+asking (never for an exited row: its pid may belong to another process by now).
 For a process that runs the probe, the history plot draws what PyTorch has allocated
 under the measured line.
 """
@@ -51,7 +52,7 @@ from gpuwatch.ui.widgets.plots import (
 )
 
 NO_SELECTION = "Select a process to see its memory over time"
-COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 100, 110)
+COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 118, 110)
 
 
 def current_user() -> str:
@@ -74,6 +75,7 @@ class ProcessPanel(QWidget):
         self.window_s = 600
         self.user = current_user()
         self._detail_stale = False
+        self._exited_version = -1     # the model's exited rows the actions were set for
         self.model = ProcessModel()
         self.probe_history = ProbeHistory()   # fed by the window, one snapshot at a time
 
@@ -176,11 +178,17 @@ class ProcessPanel(QWidget):
         snap = self.history.latest
         if snap is None:
             return
-        self.model.update_snapshot(snap)
+        model = self.model
+        model.update_snapshot(snap)
         total = len(snap.processes)
-        shown = self.model.rowCount()
-        self.count.setText(f"{shown} of {total} processes" if shown != total
-                           else f"{total} processes")
+        shown = model.live_rows
+        text = f"{shown} of {total} processes" if shown != total else f"{total} processes"
+        if model.exited_rows:
+            text += f" · {model.exited_rows} exited"
+        self.count.setText(text)
+        if model.exited.version != self._exited_version:   # a process left or went
+            self._exited_version = model.exited.version
+            self._sync_actions()
         self._refresh_detail()
 
     def restyle(self) -> None:
@@ -214,8 +222,14 @@ class ProcessPanel(QWidget):
         return True
 
     def _selected(self, *_: object) -> None:
+        self._sync_actions()
         self._refresh_detail()
         self.selection_changed.emit(self.selected_key())
+
+    def _sync_actions(self) -> None:
+        """Terminate is off for an exited row (there is nothing to signal)."""
+        key = self.selected_key()
+        self.terminate_action.setEnabled(key is None or not self.model.is_exited(key))
 
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
@@ -241,9 +255,12 @@ class ProcessPanel(QWidget):
             return
         name, scale = byte_unit(self.units)
         budget = self.model.budget(key)
+        gone = self.model.exited_row(key)
+        held = format_bytes(p.used_bytes, self.units)
         title = [Run(p.name or "?", bold=True),
-                 Run(f" (pid {p.pid}, GPU {p.gpu_index}) · "
-                     f"{format_bytes(p.used_bytes, self.units)}")]
+                 Run(f" (pid {p.pid}, GPU {p.gpu_index}) · " + (
+                     held if gone is None else
+                     f"exited {gone.clock}, holding {held} when last seen"))]
         if budget is not None:
             title.append(Run(f" · predicted peak {format_bytes(budget, self.units)}"))
         report = self.model.probe(key)
@@ -318,6 +335,10 @@ class ProcessPanel(QWidget):
             sig.emit(key)
 
     def can_terminate(self, p: ProcessSample) -> tuple[bool, str]:
+        gone = self.model.exited_row((p.gpu_index, p.pid))
+        if gone is not None:
+            return False, (f"pid {p.pid} exited at {gone.clock}: there is nothing to "
+                           "terminate")
         if self.simulated:
             return False, "Simulated process: there is nothing to terminate"
         if not p.resolved or p.user is None:
@@ -378,5 +399,5 @@ class ProcessPanel(QWidget):
         menu.setToolTipsVisible(True)
         menu.addAction(self.terminate_action)
         menu.exec(self.table.viewport().mapToGlobal(pos))
-        self.terminate_action.setEnabled(True)
+        self._sync_actions()
 

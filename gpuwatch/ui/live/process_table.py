@@ -7,6 +7,11 @@ a trivial ``data()``, and the whole table is repainted whenever rows re-sort (ev
 sample while memory changes). Here one ``paintEvent`` reads each visible row's texts
 from the model in one call and draws them as ``QStaticText``, laid out (and elided) once
 per distinct string and column width, so a repaint is mostly glyph blits.
+
+An exited row (its process left the GPU) is painted in the muted text colour and in
+italics, with its colour square outlined rather than filled: it holds nothing now. A
+process the driver lists but the host cannot find (a zombie, which does hold memory)
+keeps the normal text, with its name in the warning colour.
 """
 
 from __future__ import annotations
@@ -14,22 +19,38 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPaintEvent, QPalette, QStaticText
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QStaticText,
+)
 from PySide6.QtWidgets import QTableView, QWidget
 
-from gpuwatch.ui.live.process_model import BUDGET, NAME, NUMERIC, ProcessModel
+from gpuwatch.ui.live.process_model import (
+    BUDGET,
+    EXITED,
+    HOLDING,
+    NAME,
+    NUMERIC,
+    ProcessModel,
+)
 from gpuwatch.ui.widgets import theme
 
 PADDING = 4          # px between a cell's edge and its text
 SWATCH = 16          # px, the process colour square in the Name column (Qt's icon size)
 SWATCH_GAP = 6       # px between the square and the name
 _CACHE_LIMIT = 8192  # laid-out strings kept before the cache starts over
+NORMAL, BOLD, ITALIC = 0, 1, 2   # text styles
 
 
 class ProcessTable(QTableView):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self._texts: dict[tuple[str, int, bool], tuple[QStaticText, int, int]] = {}
+        self._texts: dict[tuple[str, int, int], tuple[QStaticText, int, int]] = {}
         self._font_key = ""
 
     def paintEvent(self, event: QPaintEvent) -> None:
@@ -52,12 +73,17 @@ class ProcessTable(QTableView):
         self._check_font(font)
         bold = QFont(font)
         bold.setBold(True)
+        italic = QFont(font)
+        italic.setItalic(True)
+        fonts = (font, bold, italic)
         palette = self.palette()
         base = palette.color(QPalette.ColorRole.Base)
         alternate = palette.color(QPalette.ColorRole.AlternateBase)
         highlight = palette.color(QPalette.ColorRole.Highlight)
         text_color = palette.color(QPalette.ColorRole.Text)
         highlighted_text = palette.color(QPalette.ColorRole.HighlightedText)
+        colors = theme.colors()
+        muted, warning = QColor(colors.muted), QColor(colors.warning)
         selection = self.selectionModel()
         selected = {i.row() for i in selection.selectedRows()} if selection else set()
         alternating = self.alternatingRowColors()
@@ -80,23 +106,36 @@ class ProcessTable(QTableView):
             chosen = row in selected
             p.fillRect(QRect(0, y, width, h),
                        highlight if chosen else alternate if alternating and row % 2 else base)
-            p.setPen(highlighted_text if chosen else text_color)
             texts, pid, budget_bold = model.row_display(row)
+            state = model.row_state(row)
+            gone = state == EXITED
+            pen = highlighted_text if chosen else muted if gone else text_color
+            p.setPen(pen)
             for col, left, room, right, is_name, is_budget, x in cells:
                 if is_name:
-                    p.fillRect(QRect(x + PADDING, y + (h - SWATCH) // 2, SWATCH, SWATCH),
-                               theme.process_color(pid))
+                    square = QRect(x + PADDING, y + (h - SWATCH) // 2, SWATCH, SWATCH)
+                    if gone:      # holds nothing now: an outline, not a filled square
+                        p.setPen(theme.process_color(pid))
+                        p.drawRect(square.adjusted(1, 1, -2, -2))
+                        p.setPen(pen)
+                    else:
+                        p.fillRect(square, theme.process_color(pid))
                 if room <= 0:
                     continue
-                is_bold = budget_bold and is_budget
-                laid = cache.get((texts[col], room, is_bold)) or \
-                    make(texts[col], room, bold if is_bold else font, is_bold)
+                style = ITALIC if gone else BOLD if budget_bold and is_budget else NORMAL
+                laid = cache.get((texts[col], room, style)) or \
+                    make(texts[col], room, fonts[style], style)
                 static, text_w, text_h = laid
-                if is_bold:
-                    p.setFont(bold)
+                if style:
+                    p.setFont(fonts[style])
+                flagged = is_name and state == HOLDING and not chosen
+                if flagged:
+                    p.setPen(warning)
                 p.drawStaticText(left + room - text_w if right else left,
                                  y + (h - text_h) // 2, static)
-                if is_bold:
+                if flagged:
+                    p.setPen(pen)
+                if style:
                     p.setFont(font)
         p.end()
 
@@ -120,10 +159,10 @@ class ProcessTable(QTableView):
             self._texts.clear()
 
     def _static(self, text: str, room: int, font: QFont,
-                bold: bool) -> tuple[QStaticText, int, int]:
-        """``text`` laid out once, elided with "…" to ``room`` pixels when it is wider:
-        (static text, width, height) in whole pixels."""
-        key = (text, room, bold)
+                style: int) -> tuple[QStaticText, int, int]:
+        """``text`` laid out once in ``font`` (of ``style``), elided with "…" to ``room``
+        pixels when it is wider: (static text, width, height) in whole pixels."""
+        key = (text, room, style)
         laid = self._texts.get(key)
         if laid is None:
             if len(self._texts) > _CACHE_LIMIT:

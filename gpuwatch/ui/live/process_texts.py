@@ -1,0 +1,93 @@
+"""What each cell of the process table says: one function per row, no Qt.
+
+Running rows are formatted every sample they are shown; exited rows (see
+:mod:`~gpuwatch.ui.live.exited_rows`) once, since they no longer change.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from gpuwatch.core.snapshot import (
+    EXITED_PROCESS_LABEL,
+    HIDDEN_PROCESS_LABEL,
+    HostStatus,
+    ProcessSample,
+)
+from gpuwatch.core.units import UnitSystem, format_bytes, format_duration
+from gpuwatch.ui.live.exited_rows import EXITED_ROW_KEEP_S, Exited
+
+COLUMNS = ("PID", "User", "Name", "GPU", "GPU memory", "Budget", "CPU %", "RSS", "Running",
+           "Container", "Command")
+PID, USER, NAME, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING, CONTAINER, COMMAND = range(len(COLUMNS))
+NUMERIC = {PID, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING}
+
+
+def command_line(p: ProcessSample) -> str:
+    return shlex.join(p.cmdline) if p.cmdline else (p.name or "")
+
+
+def row_texts(p: ProcessSample, units: UnitSystem, now_s: float, budget: int | None,
+              probed: bool) -> list[str]:
+    """A running process's row: ``budget`` the predicted peak of its linked budget,
+    ``probed`` whether it runs the probe."""
+    budget_text = format_bytes(budget, units) if budget is not None else ""
+    if probed:
+        budget_text = f"probe · {budget_text}" if budget_text else "probe"
+    running = "n/a" if p.started_at_s is None else \
+        format_duration(max(0.0, now_s - p.started_at_s))
+    return [
+        str(p.pid),
+        p.user or "?",
+        p.name or unnamed(p),
+        str(p.gpu_index),
+        format_bytes(p.used_bytes, units),
+        budget_text or "—",
+        "n/a" if p.cpu_percent is None else f"{p.cpu_percent:.0f} %",
+        format_bytes(p.rss_bytes, units),
+        running,
+        p.container or "—",
+        command_line(p),
+    ]
+
+
+def exited_row_texts(gone: Exited, units: UnitSystem) -> list[str]:
+    """An exited process's row: its last sample, what it held, when it went."""
+    p = gone.sample
+    texts = row_texts(p, units, gone.exited_at_s, None, False)
+    if p.name is None:
+        texts[NAME] = "?"
+    texts[BUDGET] = texts[CPU] = texts[RSS] = "—"
+    texts[RUNNING] = f"exited {gone.clock}"
+    return texts
+
+
+def exited_tooltip(gone: Exited, units: UnitSystem) -> str:
+    p = gone.sample
+    return (f"pid {p.pid} left GPU {p.gpu_index} at {gone.clock} (the first sample without "
+            f"it), holding {format_bytes(p.used_bytes, units)} when last seen; it holds "
+            f"nothing now. The row goes {format_duration(EXITED_ROW_KEEP_S)} after the exit.")
+
+
+def unnamed(p: ProcessSample) -> str:
+    """The name of a process the host could not describe, saying why."""
+    if p.host_status is HostStatus.EXITED:
+        return EXITED_PROCESS_LABEL
+    if p.host_status is HostStatus.HIDDEN:
+        return HIDDEN_PROCESS_LABEL
+    return "?"
+
+
+def budget_tooltip_text(budget: int | None, units: UnitSystem) -> str | None:
+    if budget is None:
+        return None
+    return f"Predicted peak of the linked budget: {format_bytes(budget, units)}"
+
+
+def running_step(started_at_s: float | None, now_s: float) -> int | None:
+    """The running time to the precision ``format_duration`` shows it: equal steps,
+    equal text (seconds below an hour, minutes below a day, then hours)."""
+    if started_at_s is None:
+        return None
+    s = round(max(0.0, now_s - started_at_s))
+    return s if s < 3600 else s - s % 60 if s < 86400 else s - s % 3600
