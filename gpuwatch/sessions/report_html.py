@@ -16,7 +16,7 @@ from gpuwatch import __version__
 from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.sessions.charts_svg import memory_chart
 from gpuwatch.sessions.report_json import iso
-from gpuwatch.sessions.report_model import Report
+from gpuwatch.sessions.report_model import GpuSummary, Report
 
 # Qt's rich text needs the width as an attribute, and cell padding as CSS longhands.
 _TABLE = "<table width='100%' cellspacing='0'>"
@@ -42,6 +42,8 @@ td.nowrap { white-space: nowrap; }
 .sev-info { color: #1d4ed8; }
 code { font-family: "DejaVu Sans Mono", monospace; font-size: 8.5pt; }
 .hint { margin: 8pt 0 12pt 0; }
+.summary { font-weight: bold; }
+.marks { color: #444; font-size: 8.5pt; }
 .hint p { margin: 2pt 0; }
 footer { margin-top: 24pt; color: #666; font-size: 8.5pt; }
 @media print { body { margin: 0; } h2 { break-after: avoid; } svg { break-inside: avoid; } }
@@ -54,6 +56,14 @@ def e(value: object) -> str:
 
 def _inline(svg: str, name: str) -> str:
     return svg
+
+
+def marks_caption(g: GpuSummary) -> str:
+    """The chart's marks in words (also the only way they reach the PDF's text):
+    "Marked: warning at 2 min 25 s · peak 39.6 GiB at 8 min 11 s · …"."""
+    return "Marked: " + " · ".join(
+        f"{m.label} at {format_duration(m.t_s)}"
+        + (f" ({m.code})" if m.is_line and m.code else "") for m in g.marks) + "."
 
 
 def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
@@ -72,6 +82,8 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
                f"Started {e(iso(i.started_at_s))} · ended {e(ended)} · "
                f"{e(format_duration(i.duration_s))} · {i.samples} samples · "
                f"session {e(i.uuid)}</p>")
+    for sentence in r.summary:
+        out.append(f"<p class='summary'>{e(sentence)}</p>")
 
     out.append("<h2>GPUs</h2>" + _TABLE
                + "<tr><th>GPU</th><th>Name</th><th class='num'>Capacity</th>"
@@ -86,8 +98,10 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
     out.append("</table>")
     for g in r.gpus:
         svg = memory_chart([(f"GPU {g.index} used", g.t_s, g.used_bytes)], g.total_bytes,
-                           title=f"GPU {g.index} · {g.name or ''}: memory used")
+                           title=f"GPU {g.index} · {g.name or ''}: memory used", marks=g.marks)
         out.append(place_chart(svg, f"gpu-{g.index}"))
+        if g.marks:
+            out.append(f"<p class='marks'>{e(marks_caption(g))}</p>")
 
     out.append(f"<h2>Top processes by peak memory</h2><p class='meta'>{len(r.processes)} of "
                f"{r.process_count} processes seen.</p>")

@@ -37,7 +37,25 @@ def report_to_json(r: Report) -> dict[str, Any]:
             "peak_used_bytes": g.peak_used_bytes,
             "mean_used_bytes": g.mean_used_bytes,
             "time_above_90pct_s": round(g.time_above_90pct_s, 3),
+            # on the memory timeline: first warning/critical hint, peak, likely-OOM deaths
+            "marks": [{
+                "kind": m.kind,
+                "t_s": m.t_s,
+                "label": m.label,
+                "used_bytes": m.used_bytes,
+                "code": m.code,
+                "pid": m.pid,
+            } for m in g.marks],
         } for g in r.gpus],
+        "summary": list(r.summary),
+        "oom_exits": [{
+            "gpu": x.gpu,
+            "pid": x.pid,
+            "exited_at_s": x.exited_at_s,
+            "warned_at_s": x.warned_at_s,
+            "warned_before_s": x.lead_s,
+            "warning_severity": x.warning_severity,
+        } for x in r.oom_exits],
         "processes": [{
             "pid": p.row.pid,
             "name": p.row.name,

@@ -1,11 +1,23 @@
-"""What a report says, computed once from a session and rendered by each format."""
+"""What a report says, computed once from a session and rendered by each format.
+
+Each GPU's memory timeline carries marks, made from the session's hints and samples:
+where the first warning and the first critical hint about that GPU opened, the peak,
+and each process death the advisor named ``likely-oom``. The summary says how long
+before such a death an ``oom-risk`` hint warned of it. A mark or sentence whose facts
+are not in the session is not made.
+
+A session keeps each hint once, with the severity it last had: an ``oom-risk`` hint that
+opened as a warning and turned critical is a critical hint that opened when the warning
+did, so both lines stand where it opened.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.sessions.reader import (
     EventRow,
     HintRow,
@@ -16,6 +28,50 @@ from gpuwatch.sessions.reader import (
 
 HIGH_USE_FRACTION = 0.9
 TOP_PROCESSES = 8
+OOM_RISK, LIKELY_OOM = "oom-risk", "likely-oom"
+ALERT_SEVERITIES = ("warning", "critical")
+
+# mark kinds, in the order they are drawn and listed
+WARNING_MARK, CRITICAL_MARK, PEAK_MARK, OOM_MARK = "warning", "critical", "peak", "likely-oom"
+
+
+@dataclass(frozen=True)
+class TimelineMark:
+    """Something to point at on a GPU's memory timeline."""
+
+    kind: str                      # WARNING_MARK, CRITICAL_MARK (lines), PEAK_MARK, OOM_MARK
+    t_s: float                     # seconds from the session start
+    label: str                     # "warning", "peak 39.6 GiB", "pid 71310 exited — likely OOM"
+    used_bytes: int | None = None  # the GPU's memory there: where a point mark sits
+    code: str | None = None        # the hint behind a line or a death
+    pid: int | None = None
+
+    @property
+    def is_line(self) -> bool:
+        return self.kind in (WARNING_MARK, CRITICAL_MARK)
+
+
+@dataclass(frozen=True)
+class OomExit:
+    """A process death the advisor called likely out of memory, and the warning before it."""
+
+    gpu: int
+    pid: int
+    exited_at_s: float             # when likely-oom opened: the first sample without it
+    warned_at_s: float | None      # when the oom-risk hint open before it opened
+    warning_severity: str | None   # that hint's (last) severity
+
+    @property
+    def lead_s(self) -> float | None:
+        return None if self.warned_at_s is None else self.exited_at_s - self.warned_at_s
+
+    @property
+    def sentence(self) -> str:
+        if self.lead_s is None:
+            return (f"pid {self.pid} on GPU {self.gpu} exited, likely out of memory, with "
+                    "no out-of-memory warning before it.")
+        return (f"Warned {format_duration(self.lead_s)} before the out-of-memory exit of "
+                f"pid {self.pid} on GPU {self.gpu}.")
 
 
 @dataclass(frozen=True)
@@ -28,6 +84,7 @@ class GpuSummary:
     time_above_90pct_s: float
     t_s: np.ndarray            # the memory timeline, for charts
     used_bytes: np.ndarray
+    marks: tuple[TimelineMark, ...] = ()   # on that timeline: first alerts, peak, deaths
 
 
 @dataclass(frozen=True)
@@ -61,6 +118,8 @@ class Report:
     hints: tuple[HintRow, ...]
     events: tuple[EventRow, ...]
     budgets: tuple[BudgetComparison, ...]
+    oom_exits: tuple[OomExit, ...] = ()
+    summary: tuple[str, ...] = field(default=())   # sentences for the top of the report
 
 
 def time_above(t_s: np.ndarray, used: np.ndarray, total: float | None,
@@ -80,8 +139,55 @@ def _int_or_none(value: float) -> int | None:
     return None if np.isnan(value) else int(value)
 
 
+def oom_exits(hints: tuple[HintRow, ...] | list[HintRow]) -> tuple[OomExit, ...]:
+    """Each ``likely-oom`` death, with the ``oom-risk`` warning on its GPU that opened
+    before it: the one still open as it died, else the latest that opened before."""
+    out = []
+    for death in hints:
+        if death.code != LIKELY_OOM or death.gpu is None or death.pid is None:
+            continue
+        t = death.first_seen_s
+        before = [h for h in hints if h.code == OOM_RISK and h.gpu == death.gpu
+                  and h.severity in ALERT_SEVERITIES and h.first_seen_s < t]
+        open_then = [h for h in before if h.closed_s is None or h.closed_s >= t]
+        warning = max(open_then or before, key=lambda h: h.first_seen_s, default=None)
+        out.append(OomExit(death.gpu, death.pid, t,
+                           None if warning is None else warning.first_seen_s,
+                           None if warning is None else warning.severity))
+    return tuple(out)
+
+
+def timeline_marks(gpu: int, t_s: np.ndarray, used: np.ndarray,
+                   hints: tuple[HintRow, ...] | list[HintRow]) -> tuple[TimelineMark, ...]:
+    """The marks on one GPU's memory timeline (see the module's docstring)."""
+    marks: list[TimelineMark] = []
+    mine = [h for h in hints if h.gpu == gpu]
+    for kind, severities in ((WARNING_MARK, ALERT_SEVERITIES), (CRITICAL_MARK, ("critical",))):
+        first = min((h for h in mine if h.severity in severities),
+                    key=lambda h: h.first_seen_s, default=None)
+        if first is not None:
+            marks.append(TimelineMark(kind, first.first_seen_s, kind, code=first.code,
+                                      pid=first.pid))
+    known = ~np.isnan(used)
+    if known.any():
+        i = int(np.flatnonzero(known)[np.argmax(used[known])])
+        peak = int(used[i])
+        marks.append(TimelineMark(PEAK_MARK, float(t_s[i]), f"peak {format_bytes(peak)}",
+                                  used_bytes=peak))
+    for h in mine:
+        if h.code != LIKELY_OOM or h.pid is None:
+            continue
+        before = known & (t_s < h.first_seen_s)       # the GPU as the process went
+        held = int(used[np.flatnonzero(before)[-1]]) if before.any() else None
+        marks.append(TimelineMark(OOM_MARK, h.first_seen_s,
+                                  f"pid {h.pid} exited — likely OOM", used_bytes=held,
+                                  code=h.code, pid=h.pid))
+    return tuple(marks)
+
+
 def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
     info = reader.info()
+    hints = tuple(reader.hints())
     gpus = []
     for g in reader.gpus():
         series = reader.gpu_series(g.index)
@@ -93,7 +199,7 @@ def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
             peak_used_bytes=int(known.max()) if known.size else None,
             mean_used_bytes=int(known.mean()) if known.size else None,
             time_above_90pct_s=time_above(t, used, total),
-            t_s=t, used_bytes=used))
+            t_s=t, used_bytes=used, marks=timeline_marks(g.index, t, used, hints)))
     rows = reader.processes()
     ranked = sorted(rows, key=lambda r: -(r.peak_used_bytes or 0))[:top]
     processes = tuple(ProcessSummary(r, *reader.process_series(r.id)) for r in ranked)
@@ -102,8 +208,9 @@ def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
         BudgetComparison(link.gpu, link.pid, link.label,
                          _predicted(link.estimate), peaks.get((link.gpu, link.pid)))
         for link in reader.budget_links())
-    return Report(info, tuple(gpus), processes, len(rows), tuple(reader.hints()),
-                  tuple(reader.events()), budgets)
+    exits = oom_exits(hints)
+    return Report(info, tuple(gpus), processes, len(rows), hints,
+                  tuple(reader.events()), budgets, exits, tuple(e.sentence for e in exits))
 
 
 def _predicted(estimate: dict) -> int | None:
