@@ -6,9 +6,10 @@ and each process death the advisor named ``likely-oom``. The summary says how lo
 before such a death an ``oom-risk`` hint warned of it. A mark or sentence whose facts
 are not in the session is not made.
 
-A session keeps each hint once, with the severity it last had: an ``oom-risk`` hint that
-opened as a warning and turned critical is a critical hint that opened when the warning
-did, so both lines stand where it opened.
+A session keeps each hint once, with the severity it last had, and an event
+(``hint-critical``) for the moment a hint opened as or turned critical: the critical line
+stands there. Sessions recorded before that event existed have only the hint, and there
+the critical line stands where the hint opened.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gpuwatch.sessions.reader import (
     SessionInfo,
     SessionReader,
 )
+from gpuwatch.sessions.writer import HINT_CRITICAL_EVENT
 
 HIGH_USE_FRACTION = 0.9
 TOP_PROCESSES = 8
@@ -158,16 +160,28 @@ def oom_exits(hints: tuple[HintRow, ...] | list[HintRow]) -> tuple[OomExit, ...]
 
 
 def timeline_marks(gpu: int, t_s: np.ndarray, used: np.ndarray,
-                   hints: tuple[HintRow, ...] | list[HintRow]) -> tuple[TimelineMark, ...]:
+                   hints: tuple[HintRow, ...] | list[HintRow],
+                   events: tuple[EventRow, ...] | list[EventRow] = ()
+                   ) -> tuple[TimelineMark, ...]:
     """The marks on one GPU's memory timeline (see the module's docstring)."""
     marks: list[TimelineMark] = []
     mine = [h for h in hints if h.gpu == gpu]
-    for kind, severities in ((WARNING_MARK, ALERT_SEVERITIES), (CRITICAL_MARK, ("critical",))):
-        first = min((h for h in mine if h.severity in severities),
+    first = min((h for h in mine if h.severity in ALERT_SEVERITIES),
+                key=lambda h: h.first_seen_s, default=None)
+    if first is not None:
+        marks.append(TimelineMark(WARNING_MARK, first.first_seen_s, WARNING_MARK,
+                                  code=first.code, pid=first.pid))
+    turned = min((e for e in events if e.kind == HINT_CRITICAL_EVENT and e.gpu == gpu),
+                 key=lambda e: e.t_s, default=None)
+    if turned is not None:
+        marks.append(TimelineMark(CRITICAL_MARK, turned.t_s, CRITICAL_MARK, code=turned.detail,
+                                  pid=turned.pid))
+    elif not any(e.kind == HINT_CRITICAL_EVENT for e in events):   # an older session
+        first = min((h for h in mine if h.severity == "critical"),
                     key=lambda h: h.first_seen_s, default=None)
         if first is not None:
-            marks.append(TimelineMark(kind, first.first_seen_s, kind, code=first.code,
-                                      pid=first.pid))
+            marks.append(TimelineMark(CRITICAL_MARK, first.first_seen_s, CRITICAL_MARK,
+                                      code=first.code, pid=first.pid))
     known = ~np.isnan(used)
     if known.any():
         i = int(np.flatnonzero(known)[np.argmax(used[known])])
@@ -188,6 +202,7 @@ def timeline_marks(gpu: int, t_s: np.ndarray, used: np.ndarray,
 def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
     info = reader.info()
     hints = tuple(reader.hints())
+    events = tuple(reader.events())
     gpus = []
     for g in reader.gpus():
         series = reader.gpu_series(g.index)
@@ -199,7 +214,7 @@ def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
             peak_used_bytes=int(known.max()) if known.size else None,
             mean_used_bytes=int(known.mean()) if known.size else None,
             time_above_90pct_s=time_above(t, used, total),
-            t_s=t, used_bytes=used, marks=timeline_marks(g.index, t, used, hints)))
+            t_s=t, used_bytes=used, marks=timeline_marks(g.index, t, used, hints, events)))
     rows = reader.processes()
     ranked = sorted(rows, key=lambda r: -(r.peak_used_bytes or 0))[:top]
     processes = tuple(ProcessSummary(r, *reader.process_series(r.id)) for r in ranked)
@@ -210,7 +225,7 @@ def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
         for link in reader.budget_links())
     exits = oom_exits(hints)
     return Report(info, tuple(gpus), processes, len(rows), hints,
-                  tuple(reader.events()), budgets, exits, tuple(e.sentence for e in exits))
+                  events, budgets, exits, tuple(e.sentence for e in exits))
 
 
 def _predicted(estimate: dict) -> int | None:

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwatch import __version__
-from gpuwatch.core.hints import Hint, HintEvent, HintEventKind
+from gpuwatch.core.hints import Hint, HintEvent, HintEventKind, Severity
 from gpuwatch.core.snapshot import GpuState, Snapshot
 from gpuwatch.sessions import schema
 from gpuwatch.sessions.liveness import hold_live_lock
+
+HINT_CRITICAL_EVENT = "hint-critical"     # event kind: a hint opened as, or turned, critical
 
 
 @dataclass(slots=True)
@@ -47,6 +49,7 @@ class SessionWriter:
         self._gpu_states: dict[int, GpuState] = {}
         self._known_gpus: set[int] = set()
         self._hints: dict[tuple, int] = {}
+        self._critical: set[tuple] = set()    # open hints that have been critical
         self._last_t = 0.0
         self.samples = 0
 
@@ -124,6 +127,13 @@ class SessionWriter:
         detail = " ".join(hint.evidence)
         actions = json.dumps([a.summary for a in hint.actions])
         hint_id = self._hints.get(key)
+        if hint.severity is Severity.CRITICAL and key not in self._critical:
+            # the hint row keeps only its last severity: when it became critical is kept
+            # as an event, so a report can place the first critical moment truly
+            self._critical.add(key)
+            self._conn.execute("INSERT INTO event VALUES (?,?,?,?,?)", _storable(
+                (t_now if hint_id is not None else t_first, HINT_CRITICAL_EVENT,
+                 hint.gpu_index, hint.pid, hint.code)))
         if hint_id is None:
             cur = self._conn.execute(
                 "INSERT INTO hint (code, severity, gpu, pid, title, detail, actions, "
@@ -138,6 +148,7 @@ class SessionWriter:
         if event.kind is HintEventKind.CLOSED:
             self._conn.execute("UPDATE hint SET closed_s=? WHERE id=?", (t_now, hint_id))
             del self._hints[key]
+            self._critical.discard(key)
 
     def add_event(self, kind: str, timestamp_s: float, detail: str | None = None) -> None:
         self._conn.execute("INSERT INTO event VALUES (?,?,?,?,?)",

@@ -88,7 +88,9 @@ def test_the_oom_timeline_is_marked_and_the_lead_time_said(oom_session) -> None:
     (gpu,) = r.gpus
     marks = {m.kind: m for m in gpu.marks}
     assert [m.kind for m in gpu.marks] == [WARNING_MARK, CRITICAL_MARK, PEAK_MARK, OOM_MARK]
-    assert marks[WARNING_MARK].t_s == marks[CRITICAL_MARK].t_s == risk.first_seen_s
+    assert marks[WARNING_MARK].t_s == risk.first_seen_s
+    # it turned critical later, as the session's hint-critical event records
+    assert 290 < marks[CRITICAL_MARK].t_s < 330 and marks[CRITICAL_MARK].code == "oom-risk"
     assert marks[WARNING_MARK].code == "oom-risk" and marks[WARNING_MARK].label == "warning"
     assert 120 < risk.first_seen_s < 200                   # minutes before the death
     peak = marks[PEAK_MARK]
@@ -154,7 +156,7 @@ def test_the_pdf_says_the_marks_and_the_sentence(oom_session, tmp_path) -> None:
     flat = " ".join(text.split())
     lead = format_duration(_report(oom_session).oom_exits[0].lead_s)
     assert f"Warned {lead} before the out-of-memory exit of pid {OOM_PID} on GPU 0." in flat
-    for words in ("Marked: warning at 2 min", "critical at 2 min", "peak 39.6 GiB at",
+    for words in ("Marked: warning at 2 min", "critical at 5 min", "peak 39.6 GiB at",
                   f"{OOM_LABEL} at 8 min"):
         assert words in flat
 
