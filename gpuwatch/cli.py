@@ -2,6 +2,11 @@
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input. Errors are one or two
 plain sentences on stderr, never a traceback.
+
+Start-up is kept small: building the parser imports argparse and little else. A
+subcommand's options are declared only when it is the one in use, and its code (with
+numpy, the budget engine, telemetry, sessions, the advisor or Qt as it needs) is
+imported when it runs (see ``gpuwatch.commands.parsing`` and ``benchmarks/startup.py``).
 """
 
 from __future__ import annotations
@@ -11,31 +16,43 @@ import sys
 from collections.abc import Sequence
 
 from gpuwatch import __version__
-from gpuwatch.commands import session_cmds, telemetry_cmds
-from gpuwatch.commands.estimate import add_estimate_parser
-from gpuwatch.commands.gui import add_gui_parser
-from gpuwatch.commands.options import UsageError
-from gpuwatch.core.output_paths import OutputPathError
-from gpuwatch.core.units import UnitError
-from gpuwatch.sessions.errors import SessionFileError
-from gpuwatch.sessions.export import ExportError
-from gpuwatch.telemetry.errors import NvmlUnavailableError, ScenarioError
+from gpuwatch.commands import COMMANDS
+from gpuwatch.commands.parsing import HelpFormatter, LazyParser, examples
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+# Errors that mean bad usage or bad input (exit 2), as (module, class, message prefix).
+# They are found in sys.modules when something is raised, not imported up front: an
+# error whose module was never imported cannot have been raised, and importing them all
+# would load the sessions exporter for every command.
+_BAD_INPUT = (
+    ("gpuwatch.commands.options", "UsageError", ""),
+    ("gpuwatch.telemetry.errors", "ScenarioError", "scenario "),
+    ("gpuwatch.sessions.errors", "SessionFileError", ""),
+    ("gpuwatch.sessions.export", "ExportError", ""),
+    ("gpuwatch.core.units", "UnitError", ""),
+    ("gpuwatch.core.output_paths", "OutputPathError", ""),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpuwatch",
+        prog="gpuwatch", formatter_class=HelpFormatter,
         description="Monitor GPU memory, budget it before launch, and get warned before "
-                    "an out-of-memory crash.")
+                    "an out-of-memory crash. `gpuwatch COMMAND --help` tells more.",
+        epilog=examples("gpuwatch                                   # the window",
+                        "gpuwatch snapshot --demo                   # simulated GPUs",
+                        "gpuwatch estimate --model llama-3.1-8b --gpu H100-80GB"))
     parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    add_gui_parser(sub)
-    telemetry_cmds.add_parsers(sub)
-    session_cmds.add_parsers(sub)
-    add_estimate_parser(sub)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyParser)
+    for name, summary, declare in COMMANDS:
+        sub.add_parser(name, help=summary, declare=declare)
     return parser
+
+
+def _raised(exc: BaseException, module: str, name: str) -> bool:
+    cls = getattr(sys.modules.get(module), name, None)
+    return cls is not None and isinstance(exc, cls)
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
@@ -57,27 +74,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         return int(args.func(args) or EXIT_OK)
-    except NvmlUnavailableError as exc:
-        print(f"gpuwatch: {exc.reason}\n"
-              "To explore gpuwatch on simulated GPUs, add --demo "
-              "(for example: gpuwatch snapshot --demo).", file=sys.stderr)
-        return EXIT_FAILURE
-    except UsageError as exc:
-        print(f"gpuwatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ScenarioError as exc:
-        print(f"gpuwatch: scenario {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (SessionFileError, ExportError, UnitError) as exc:
-        print(f"gpuwatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OutputPathError as exc:
-        print(f"gpuwatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:
+        if _raised(exc, "gpuwatch.telemetry.errors", "NvmlUnavailableError"):
+            print(f"gpuwatch: {exc.reason}\n"
+                  "To explore gpuwatch on simulated GPUs, add --demo "
+                  "(for example: gpuwatch snapshot --demo).", file=sys.stderr)
+            return EXIT_FAILURE
+        for module, name, prefix in _BAD_INPUT:
+            if _raised(exc, module, name):
+                print(f"gpuwatch: {prefix}{exc}", file=sys.stderr)
+                return EXIT_USAGE
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

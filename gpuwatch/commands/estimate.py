@@ -3,6 +3,9 @@
 Every flag is bounded to a physically meaningful range (``gpuwatch.budget.bounds``,
 ``docs/input-bounds.md``); anything outside it, any contradiction between flags and
 the model, and any unreadable ``--config`` is exit 2 with one sentence.
+
+The options are declared in :mod:`gpuwatch.commands.estimate_args` (re-exported here as
+``add_estimate_parser``); this module and the estimator load only when the command runs.
 """
 
 from __future__ import annotations
@@ -15,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.budget import (
-    OPTIMIZERS,
-    PRECISIONS,
     BudgetError,
     CnnSpec,
     ModelSpec,
@@ -29,7 +30,6 @@ from gpuwatch.budget import (
     lookup_model,
     max_batch_size,
     max_sequence_length,
-    model_names,
     spec_from_hf_config,
     spec_from_params,
     to_json,
@@ -53,68 +53,13 @@ from gpuwatch.budget.bounds import (
     finite_number,
     whole_number,
 )
+from gpuwatch.commands.estimate_args import add_estimate_parser as add_estimate_parser
 from gpuwatch.core.small_files import SmallFileError, path_text, read_small_file
 from gpuwatch.core.units import UnitError, parse_size, shown
 
 MAX_CONFIG_BYTES = 4 << 20   # config.json files are a few KiB; ImageNet-21k label maps ~1 MiB
 
 _PARAM_SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-
-
-def add_estimate_parser(subparsers: Any) -> None:
-    """Register ``estimate`` on an argparse subparsers object."""
-    p = subparsers.add_parser(
-        "estimate",
-        help="memory budget of a model before launching it",
-        description="How much GPU memory a model needs per GPU, broken down, and what each "
-        "lever would save.",
-    )
-    m = p.add_argument_group("model (one of)")
-    m.add_argument("--model", help=f"catalog name: {', '.join(model_names())}")
-    m.add_argument("--config", metavar="PATH", help="a Hugging Face config.json on disk")
-    m.add_argument("--params", help="a bare parameter count: 7e9, 7B, 125M (1 to 10T)")
-    for name, high in (("layers", MAX_LAYERS), ("hidden", MAX_HIDDEN), ("heads", MAX_HEADS),
-                       ("kv-heads", MAX_HEADS), ("ffn", MAX_FFN), ("vocab", MAX_VOCAB)):
-        m.add_argument(f"--{name}", help=f"custom transformer: {name}, up to {high:,}")
-    w = p.add_argument_group("workload")
-    w.add_argument("--mode", default="train", help="train or infer (default train)")
-    w.add_argument("--batch", default="1",
-                   help=f"micro-batch per GPU: 1 to {MAX_BATCH:,} (default 1)")
-    w.add_argument("--seq", default="512",
-                   help=f"sequence length in tokens: 1 to {MAX_SEQ:,} (default 512)")
-    w.add_argument("--image", metavar="HxW",
-                   help=f"image size for CNNs and ViT, e.g. 224x224 (sides up to {MAX_IMAGE:,})")
-    w.add_argument("--grad-accum", default="1", help="gradient accumulation steps")
-    w.add_argument("--context", help="KV-cache length for inference (default: --seq)")
-    s = p.add_argument_group("setup")
-    s.add_argument("--precision", default="amp-bf16", help=", ".join(PRECISIONS))
-    s.add_argument("--optimizer", default="adamw", help=", ".join(OPTIMIZERS))
-    s.add_argument("--checkpointing", default="none", help="none, selective or full")
-    s.add_argument(
-        "--flash-attention",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="fused attention (flash / memory-efficient SDPA, PyTorch 2's default): no a·s² "
-        "scores; --no-flash-attention counts eager attention's scores",
-    )
-    s.add_argument("--zero", default="0", help="ZeRO stage 0..3 over --dp GPUs")
-    s.add_argument("--dp", default="1", help="data-parallel GPUs")
-    s.add_argument("--tp", default="1",
-                   help="tensor-parallel GPUs: divides the attention heads")
-    s.add_argument("--pp", default="1", help="pipeline stages: at most the layers")
-    s.add_argument("--sequence-parallel", action="store_true", help="with --tp: shard norms too")
-    s.add_argument("--offload", help="optimizer or params (ZeRO-Offload / ZeRO-Infinity)")
-    s.add_argument("--lora", default="0", metavar="RANK", help="train LoRA adapters of this rank")
-    s.add_argument("--sparsity", default="0", help="fraction of block weights that are zero")
-    s.add_argument("--teacher", metavar="MODEL", help="distillation: a catalog teacher model")
-    s.add_argument("--kv-precision", help="KV cache: fp32, bf16, fp16, fp8, int8, int4")
-    c = p.add_argument_group("capacity and output")
-    c.add_argument("--gpu", help="a catalog GPU (A100-80GB, H100, RTX-4090…)")
-    c.add_argument("--capacity", help="memory per GPU with its unit, e.g. 24GiB (up to 1 EiB)")
-    c.add_argument("--overhead", default="auto", help="framework overhead: auto or a size")
-    c.add_argument("--fit", action="store_true", help="fit against every catalog GPU")
-    c.add_argument("--json", action="store_true", help="gpuwatch.estimate/1 JSON")
-    p.set_defaults(func=run_estimate)
 
 
 def _int(value: str | None, flag: str, minimum: int = 0, maximum: int = MAX_BATCH) -> int:

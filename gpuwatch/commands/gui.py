@@ -1,6 +1,7 @@
 """`gpuwatch gui` (also plain `gpuwatch`): the desktop window.
 
-Qt is imported only inside :func:`run_gui`, so the other subcommands start without it.
+Qt is imported only inside :func:`run_gui`, so the other subcommands start without it;
+:func:`declare` declares the options when `gui` is the subcommand in use.
 """
 
 from __future__ import annotations
@@ -10,29 +11,33 @@ import os
 import sys
 
 from gpuwatch.commands import options
-from gpuwatch.core.output_paths import check_output_file
+from gpuwatch.commands.parsing import describe
 
 
-def add_gui_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "gui", help="open the desktop window (the default)",
+def declare(p: argparse.ArgumentParser) -> None:
+    """The options of ``gpuwatch gui``."""
+    describe(
+        p,
         description="Open the window: live GPUs and processes, time plots, the memory "
                     "budget and its overlay. Without an NVIDIA driver it shows simulated "
-                    "GPUs and says so.")
+                    "GPUs and says so.",
+        example_lines=["gpuwatch                       # the window on this machine's GPUs",
+                       "gpuwatch gui --demo oom-ramp   # on simulated GPUs heading for an OOM"],
+        run="gpuwatch.commands.gui:run_gui")
     options.add_demo(p)
-    options.add_sampling(p)
-    p.set_defaults(interval=None)
+    options.add_sampling(p, None, "the saved setting, 1 at first")
     p.add_argument("--screenshot", metavar="PNG",
-                   help="render the window to PNG and exit (works without a display)")
+                   help="render the window to this PNG file and exit, without needing a "
+                        "display (default: no screenshot; the window stays open)")
     p.add_argument("--screenshot-after", type=options.seconds, metavar="S",
                    help="sample for S seconds before the screenshot (default 3 on real GPUs; "
                         "on simulated GPUs, S virtual seconds of history, default 600)")
     p.add_argument("--theme", choices=("system", "light", "dark"),
-                   help="the colour theme for this run (default: the saved setting)")
+                   help="the colour theme for this run: system, light or dark (default: "
+                        "the saved setting, system at first)")
     p.add_argument("--tray", action="store_true",
                    help="start in the system tray, without the window (minimised where the "
                         "desktop has no tray)")
-    p.set_defaults(func=run_gui)
 
 
 def display_problem(screenshot: bool) -> str | None:
@@ -47,6 +52,8 @@ def display_problem(screenshot: bool) -> str | None:
 
 
 def run_gui(args: argparse.Namespace) -> int:
+    from gpuwatch.core.output_paths import check_output_file
+
     if args.screenshot is not None:      # a bad path is refused before Qt starts
         check_output_file(args.screenshot, "screenshot")
     problem = display_problem(bool(args.screenshot))

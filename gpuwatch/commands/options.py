@@ -1,12 +1,23 @@
-"""Command-line options shared by the subcommands, with readable errors for bad values."""
+"""Command-line options shared by the subcommands, with readable errors for bad values.
+
+Imported whenever a subcommand's options are declared, `--help` included, so it imports
+no telemetry: the two limits below are copies of ``telemetry.sampler.MIN_INTERVAL_S`` and
+``telemetry.source.MAX_SPEED`` (a test keeps them equal), and the telemetry source is
+imported in :func:`source_options`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
+from typing import TYPE_CHECKING
 
-from gpuwatch.telemetry.sampler import MIN_INTERVAL_S
-from gpuwatch.telemetry.source import MAX_SPEED, SourceOptions
+if TYPE_CHECKING:
+    from gpuwatch.telemetry.source import SourceOptions
+
+MIN_INTERVAL_S = 0.1       # = gpuwatch.telemetry.sampler.MIN_INTERVAL_S
+MAX_SPEED = "max"          # = gpuwatch.telemetry.source.MAX_SPEED
+MAX_INTERVAL_S = 3600
 
 
 def _number(text: str, what: str) -> float:
@@ -21,9 +32,10 @@ def _number(text: str, what: str) -> float:
 
 def interval(text: str) -> float:
     value = _number(text, "the interval")
-    if not MIN_INTERVAL_S <= value <= 3600:
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
         raise argparse.ArgumentTypeError(
-            f"the interval must be between {MIN_INTERVAL_S} and 3600 seconds, got {text}")
+            f"the interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} seconds, "
+            f"got {text}")
     return value
 
 
@@ -60,17 +72,23 @@ def time_scale(text: str) -> float | str:
 def add_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--demo", nargs="?", const="", default=None, metavar="SCENARIO",
-        help="use simulated GPUs running SCENARIO (a built-in name or a .toml file; "
-             "default: workstation). See `gpuwatch scenarios`.")
+        help="use simulated GPUs running SCENARIO: a built-in name (see `gpuwatch "
+             "scenarios`) or a .toml file; SCENARIO defaults to workstation. Default "
+             "without --demo: the real GPUs, through NVML")
 
 
-def add_sampling(parser: argparse.ArgumentParser, default_interval: float = 1.0) -> None:
+def add_sampling(parser: argparse.ArgumentParser, default_interval: float | None = 1.0,
+                 default_text: str | None = None) -> None:
+    """``--interval`` and ``--time-scale``. ``default_text`` says what a ``None`` default
+    interval means."""
+    default = f"default: {default_text}" if default_text else f"default {default_interval:g}"
     parser.add_argument("--interval", type=interval, default=default_interval, metavar="S",
-                        help=f"seconds between samples (default {default_interval:g}, "
-                             f"minimum {MIN_INTERVAL_S:g})")
+                        help=f"seconds between samples, {MIN_INTERVAL_S:g} to "
+                             f"{MAX_INTERVAL_S:,} ({default})")
     parser.add_argument("--time-scale", type=time_scale, default=1.0, metavar="X|max",
-                        help="simulated GPUs only: virtual seconds per real second, or 'max' "
-                             "to run without waiting (default 1)")
+                        help="simulated GPUs only: virtual seconds per real second, "
+                             f"{MIN_TIME_SCALE:g} to {MAX_TIME_SCALE:,.0f}, or 'max' to run "
+                             "without waiting (default 1: real time)")
 
 
 class UsageError(Exception):
@@ -79,6 +97,8 @@ class UsageError(Exception):
 
 def source_options(args: argparse.Namespace, *, loop: bool = False,
                    pcie_inline: bool = False) -> SourceOptions:
+    from gpuwatch.telemetry.source import SourceOptions
+
     if args.demo is None:
         if getattr(args, "time_scale", 1.0) != 1.0:
             raise UsageError("--time-scale applies to simulated GPUs only; add --demo")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -150,7 +151,7 @@ def test_record_prints_hints_as_they_fire(capsys):
     assert code == 0
     hints = [line for line in out.splitlines() if line.lstrip().startswith("hint ")]
     assert hints and "oom-risk [GPU 0]" in hints[0] and "full in" in hints[0]
-    assert "Hints: " in out.splitlines()[-1]
+    assert re.search(r"\. 1 critical hint, 1 warning hint\.", out.splitlines()[-1])
 
 
 def test_record_json_carries_hint_events(capsys):
@@ -222,7 +223,7 @@ def _gpu_block(out: str, index: int) -> str:
 def patched_source(monkeypatch):
     """patched_source(patch_lib, gone_pids): `snapshot` and `record` run on the small
     scenario over a simulated NVML that ``patch_lib`` changed, on a host without ``gone``."""
-    from gpuwatch.commands import telemetry_cmds
+    from gpuwatch.commands import record_cmd, snapshot_cmd
     from gpuwatch.core.snapshot import BackendKind
     from gpuwatch.telemetry.clock import SteppedClock
     from gpuwatch.telemetry.nvml import NvmlBackend
@@ -245,7 +246,8 @@ def patched_source(monkeypatch):
                                scenario="small", pcie_thread=False,
                                scenario_duration_s=60).open()
 
-        monkeypatch.setattr(telemetry_cmds, "open_backend", open_backend)
+        for command in (snapshot_cmd, record_cmd):
+            monkeypatch.setattr(command, "open_backend", open_backend)
 
     return install
 

@@ -1,4 +1,9 @@
-"""`gpuwatch snapshot`, `gpuwatch record` and `gpuwatch scenarios`."""
+"""`gpuwatch record`: sample headless with the advisor running, and save a session.
+
+Its options are declared in :mod:`gpuwatch.commands.telemetry_args`; this module, and
+the telemetry, advisor, history (numpy) and sessions it needs, is imported only when
+the command runs.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ import numpy as np
 
 from gpuwatch.advisor import Advisor, event_to_json, format_event
 from gpuwatch.commands import options
-from gpuwatch.commands.snapshot_text import describe_backend, format_snapshot, format_tick
+from gpuwatch.commands.snapshot_text import describe_backend, format_tick
+from gpuwatch.commands.wording import plural
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
 from gpuwatch.core.output_paths import check_output_file
@@ -24,53 +30,9 @@ from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.recorder import Recorder
 from gpuwatch.telemetry.sampler import Sampler
-from gpuwatch.telemetry.sim.catalog import builtin_scenarios
 from gpuwatch.telemetry.source import open_backend
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("snapshot", help="take one sample and print it (table or JSON)",
-                       description="Take one sample of every GPU and its processes.")
-    options.add_demo(p)
-    p.add_argument("--at", type=options.seconds, default=0.0, metavar="S",
-                   help="simulated GPUs only: the scenario's virtual time to sample at")
-    p.add_argument("--json", action="store_true", help="print the gpuwatch.snapshot/1 document")
-    p.set_defaults(func=run_snapshot)
-
-    p = sub.add_parser("record", help="sample headless and print each tick",
-                       description="Sample at an interval without a window, printing every "
-                                   "tick; Ctrl-C ends with a summary.")
-    options.add_demo(p)
-    options.add_sampling(p)
-    p.add_argument("--duration", type=options.positive_seconds, metavar="S",
-                   help="stop after S seconds (virtual seconds on simulated GPUs; "
-                        "default: the scenario's length, or until Ctrl-C on real GPUs)")
-    p.add_argument("--json", action="store_true",
-                   help="print one gpuwatch.snapshot/1 document per line")
-    save = p.add_mutually_exclusive_group()
-    save.add_argument("--out", metavar="FILE",
-                      help="the session file to write (default: a new file in "
-                           f"{paths.sessions_dir()})")
-    save.add_argument("--no-save", action="store_true", help="print only; record no session")
-    p.set_defaults(func=run_record)
-
-    p = sub.add_parser("scenarios", help="list the built-in simulated scenarios")
-    p.set_defaults(func=run_scenarios)
-
-
-def run_snapshot(args: argparse.Namespace) -> int:
-    backend = open_backend(options.source_options(args, pcie_inline=True))
-    try:
-        snap = backend.sample()
-    finally:
-        backend.close()
-    if args.json:
-        print(json.dumps(snapshot_to_json(snap), indent=2))
-    else:
-        print(format_snapshot(snap))
-    return 0
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -150,8 +112,9 @@ def run_record(args: argparse.Namespace) -> int:
             recorder.close(end_s)
     summary = _summary(history, sampler.samples, backend.clock.elapsed_s() - start)
     if worst:
-        counts = Counter(sev.value for sev in worst.values())
-        summary += " Hints: " + ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) + "."
+        counts = Counter(worst.values())      # "1 critical hint, 2 warning hints."
+        summary += " " + ", ".join(plural(counts[sev], f"{sev.value} hint") for sev in
+                                   sorted(counts, key=lambda sev: sev.rank, reverse=True)) + "."
     if recorder is not None and recorder.error is None:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)
@@ -170,15 +133,5 @@ def _summary(history: History, samples: int, elapsed_s: float) -> str:
 
         peak = format_bytes(float(finite.max())) if finite.size else "n/a"
         peaks.append(f"GPU {index} peak {peak}")
-    return (f"Recorded {samples} samples over {format_duration(elapsed_s)}"
+    return (f"Recorded {plural(samples, 'sample')} over {format_duration(elapsed_s)}"
             + (": " + ", ".join(peaks) if peaks else "") + ".")
-
-
-def run_scenarios(args: argparse.Namespace) -> int:
-    scenarios = builtin_scenarios()
-    width = max(len(s.name) for s in scenarios)
-    for s in scenarios:
-        gpus = f"{len(s.gpus)} GPU{'s' if len(s.gpus) > 1 else ''}"
-        print(f"{s.name:<{width}}  {gpus:>6}  {format_duration(s.duration_s):>11}  "
-              f"{s.description}")
-    return 0

@@ -1,0 +1,28 @@
+"""`gpuwatch snapshot`: one sample of every GPU, as a table or a JSON document.
+
+Its options are declared in :mod:`gpuwatch.commands.telemetry_args`; this module is
+imported only when the command runs, and needs neither numpy nor the advisor or sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from gpuwatch.commands import options
+from gpuwatch.commands.snapshot_text import format_snapshot
+from gpuwatch.core.snapshot_json import snapshot_to_json
+from gpuwatch.telemetry.source import open_backend
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    backend = open_backend(options.source_options(args, pcie_inline=True))
+    try:
+        snap = backend.sample()
+    finally:
+        backend.close()
+    if args.json:
+        print(json.dumps(snapshot_to_json(snap), indent=2))
+    else:
+        print(format_snapshot(snap))
+    return 0
