@@ -19,7 +19,6 @@ import numpy as np
 from gpuwatch.advisor import Advisor, event_to_json, format_event
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_tick
-from gpuwatch.commands.wording import plural
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
 from gpuwatch.core.output_paths import check_output_file
@@ -27,6 +26,7 @@ from gpuwatch.core.safe_text import visible
 from gpuwatch.core.snapshot import BackendKind, Snapshot
 from gpuwatch.core.snapshot_json import snapshot_to_json
 from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.core.wording import plural
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.recorder import Recorder
 from gpuwatch.telemetry.sampler import Sampler

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from gpuwatch.commands.wording import plural
 from gpuwatch.core.units import format_duration
+from gpuwatch.core.wording import plural
 from gpuwatch.telemetry.sim.catalog import builtin_scenarios
 
 

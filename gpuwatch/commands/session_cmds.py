@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpuwatch.commands.wording import plural
 from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.core.wording import plural
 from gpuwatch.sessions import liveness, paths
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.reader import SessionReader

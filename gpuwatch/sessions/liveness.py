@@ -33,7 +33,6 @@ except ImportError:             # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
 from gpuwatch.sessions.errors import SessionFileError
-from gpuwatch.sessions.reader import SessionReader
 
 LOCK_SUFFIX = "-live.lock"
 WAL_RECENT_S = 600.0
@@ -188,6 +187,8 @@ def _looks_written(session: Path, now_s: float) -> bool:
     except OSError:
         return False
     try:
+        from gpuwatch.sessions.reader import SessionReader  # numpy + sqlite3: on demand
+
         with SessionReader(session) as reader:
             ended, interval = reader.end_and_interval()
     except SessionFileError:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from gpuwatch import __version__
 from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.core.wording import plural
 from gpuwatch.sessions.charts_svg import memory_chart
 from gpuwatch.sessions.report_json import iso
 from gpuwatch.sessions.report_model import GpuSummary, Report
@@ -80,7 +81,7 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
     out.append("<h1>GPU memory session</h1>")
     out.append(f"<p class='meta'>Host <b>{e(i.host)}</b> · {e(backend)}<br>"
                f"Started {e(iso(i.started_at_s))} · ended {e(ended)} · "
-               f"{e(format_duration(i.duration_s))} · {i.samples} samples · "
+               f"{e(format_duration(i.duration_s))} · {plural(i.samples, 'sample')} · "
                f"session {e(i.uuid)}</p>")
     for sentence in r.summary:
         out.append(f"<p class='summary'>{e(sentence)}</p>")
@@ -104,7 +105,7 @@ def render_html(r: Report, place_chart: ChartPlacer = _inline) -> str:
             out.append(f"<p class='marks'>{e(marks_caption(g))}</p>")
 
     out.append(f"<h2>Top processes by peak memory</h2><p class='meta'>{len(r.processes)} of "
-               f"{r.process_count} processes seen.</p>")
+               f"{plural(r.process_count, 'process', 'processes')} seen.</p>")
     if r.processes:
         out.append(_TABLE + "<tr><th class='num'>PID</th><th>GPU</th><th>User</th><th>Name</th>"
                    "<th>Command</th><th class='num'>Peak</th><th class='num'>Seen</th></tr>")

@@ -12,7 +12,7 @@ from cli_support import run
 from gpuwatch.cli import build_parser
 from gpuwatch.commands import COMMANDS
 from gpuwatch.commands.parsing import LazyParser
-from gpuwatch.commands.wording import plural
+from gpuwatch.core.wording import plural
 
 NAMES = [name for name, _, _ in COMMANDS]
 

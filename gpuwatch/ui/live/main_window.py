@@ -29,6 +29,7 @@ from gpuwatch.core.history import History
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
 from gpuwatch.core.units import UnitSystem
+from gpuwatch.core.wording import plural
 from gpuwatch.ui.live import budget_adapter, probe_view
 from gpuwatch.ui.live.advisor_bridge import WindowAdvisor
 from gpuwatch.ui.live.advisor_panel import AdvisorPanel, HintView
@@ -168,7 +169,7 @@ class MainWindow(QMainWindow):
         self.plots.refresh()
         if self.samples == 1 or self.samples % 10 == 0:
             self._update_capacity()
-        self.status_state.set(f"{self.sampling_state} · {self.samples} samples")
+        self.status_state.set(f"{self.sampling_state} · {plural(self.samples, 'sample')}")
 
     def fit_cards(self) -> None:
         """Give the cards the height they need (until the user moves the splitter)."""
@@ -178,7 +179,7 @@ class MainWindow(QMainWindow):
 
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text
-        self.status_state.set(f"{text} · {self.samples} samples")
+        self.status_state.set(f"{text} · {plural(self.samples, 'sample')}")
 
     @property
     def units(self) -> UnitSystem:

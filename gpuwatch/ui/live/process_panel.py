@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
+from gpuwatch.core.wording import plural
 from gpuwatch.ui.live.probe_view import ProbeHistory
 from gpuwatch.ui.live.process_model import MEMORY, Key, ProcessModel, command_line
 from gpuwatch.ui.live.process_table import ProcessTable
@@ -182,7 +183,8 @@ class ProcessPanel(QWidget):
         model.update_snapshot(snap)
         total = len(snap.processes)
         shown = model.live_rows
-        text = f"{shown} of {total} processes" if shown != total else f"{total} processes"
+        text = (f"{shown} of {plural(total, 'process', 'processes')}" if shown != total
+                else plural(total, "process", "processes"))
         if model.exited_rows:
             text += f" · {model.exited_rows} exited"
         self.count.setText(text)

@@ -1,4 +1,4 @@
-"""Small helpers for the words the command line prints."""
+"""Small helpers for the words gpuwatch prints (the command line, the window, reports)."""
 
 from __future__ import annotations
 
