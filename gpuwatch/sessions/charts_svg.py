@@ -174,13 +174,43 @@ def _draw_marks(marks: Sequence[ChartMark], x, y, left: float, top: float, pw: f
     return shapes, labels
 
 
+_TITLE_CHAR_PX = 7.6     # DejaVu Sans Bold at 12 px
+_TEXT_CHAR_PX = 6.9      # DejaVu Sans at 11 px
+_LEGEND_ROW_PX = 16
+
+
+def _fit(text: str, px: float, char_px: float) -> str:
+    """``text`` cut with an ellipsis to about ``px`` wide."""
+    room = max(4, int(px / char_px))
+    return text if len(text) <= room else text[: room - 1].rstrip() + "…"
+
+
+def _legend_rows(labels: list[str], width: float) -> list[list[tuple[float, str]]]:
+    """Legend entries (x offset, label) in rows that fit ``width``."""
+    rows: list[list[tuple[float, str]]] = [[]]
+    x = 0.0
+    for label in labels:
+        label = _fit(label, width - 24, _TEXT_CHAR_PX)
+        w = 22 + len(label) * _TEXT_CHAR_PX + 14
+        if rows[-1] and x + w > width:
+            rows.append([])
+            x = 0.0
+        rows[-1].append((x, label))
+        x += w
+    return rows
+
+
 def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: float | None,
                  width: int = 720, height: int = 220, title: str = "",
-                 marks: Sequence[ChartMark] = ()) -> str:
+                 marks: Sequence[ChartMark] = (), legend: bool = False) -> str:
     """An SVG of memory over time: one line per series, the capacity as a dashed line,
-    and ``marks`` (first alerts as vertical lines, the peak and deaths as points)."""
+    and ``marks`` (first alerts as vertical lines, the peak and deaths as points).
+    With ``legend``, the series' colours are named in rows under the chart (which
+    grows by a row each). The title is cut short of the capacity label."""
     left, right, top, bottom = 64, 12, 26, 30
     pw, ph = width - left - right, height - top - bottom
+    rows = _legend_rows([label for label, _, _ in series], pw) if legend and series else []
+    height += len(rows) * _LEGEND_ROW_PX + (4 if rows else 0)
     all_t = np.concatenate([s[1] for s in series]) if series else np.array([0.0])
     all_y = np.concatenate([s[2] for s in series]) if series else np.array([0.0])
     t0 = float(np.nanmin(all_t)) if all_t.size else 0.0
@@ -203,8 +233,10 @@ def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: flo
              f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, sans-serif" '
              f'font-size="11" role="img">']
     if title:
+        room = pw - (len(f"capacity {format_bytes(capacity)}") * _TEXT_CHAR_PX + 16
+                     if capacity else 0)
         parts.append(f'<text x="{left}" y="14" font-size="12" font-weight="bold" '
-                     f'fill="#111">{html.escape(title)}</text>')
+                     f'fill="#111">{html.escape(_fit(title, room, _TITLE_CHAR_PX))}</text>')
     tick = 0.0
     while tick <= y_max:
         yy = y(tick)
@@ -223,7 +255,7 @@ def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: flo
         anchor = "start" if px - left < 30 else "end" if left + pw - px < 30 else "middle"
         parts.append(f'<line x1="{x(tv):.1f}" y1="{top + ph}" x2="{x(tv):.1f}" '
                      f'y2="{top + ph + 4}" stroke="#9ca3af"/>')
-        parts.append(f'<text x="{x(tv):.1f}" y="{height - 10}" text-anchor="{anchor}" '
+        parts.append(f'<text x="{x(tv):.1f}" y="{top + ph + 20}" text-anchor="{anchor}" '
                      f'fill="#555">{html.escape(format_duration(tv))}</text>')
         tv += t_step
     if capacity:
@@ -252,5 +284,15 @@ def memory_chart(series: list[tuple[str, np.ndarray, np.ndarray]], capacity: flo
     parts += labels
     parts.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" '
                  'stroke="#9ca3af"/>')
+    k = 0
+    for r, row in enumerate(rows):
+        base = top + ph + bottom + 12 + r * _LEGEND_ROW_PX
+        for dx, label in row:
+            colour = PALETTE[k % len(PALETTE)]
+            k += 1
+            parts.append(f'<line x1="{left + dx:.1f}" y1="{base - 4}" x2="{left + dx + 16:.1f}" '
+                         f'y2="{base - 4}" stroke="{colour}" stroke-width="2.5"/>'
+                         f'<text x="{left + dx + 22:.1f}" y="{base}" fill="#333">'
+                         f'{html.escape(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -1,11 +1,14 @@
-"""The ``gpuwatch.report/1`` JSON document."""
+"""The ``gpuwatch.report/1`` JSON document.
+
+Keys are only ever added: a reader of an older report finds everything it knew.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-from gpuwatch.sessions.report_model import Report
+from gpuwatch.sessions.report_model import Report, command_line
 
 REPORT_SCHEMA = "gpuwatch.report/1"
 
@@ -37,6 +40,7 @@ def report_to_json(r: Report) -> dict[str, Any]:
             "peak_used_bytes": g.peak_used_bytes,
             "mean_used_bytes": g.mean_used_bytes,
             "time_above_90pct_s": round(g.time_above_90pct_s, 3),
+            "peak_fraction": None if g.peak_fraction is None else round(g.peak_fraction, 4),
             # on the memory timeline: first warning/critical hint, peak, likely-OOM deaths
             "marks": [{
                 "kind": m.kind,
@@ -48,6 +52,24 @@ def report_to_json(r: Report) -> dict[str, Any]:
             } for m in g.marks],
         } for g in r.gpus],
         "summary": list(r.summary),
+        # the block at the top of the HTML and PDF reports, line by line
+        "at_a_glance": list(r.glance),
+        "ending": None if r.ending is None else {
+            "state": r.ending.state,            # closed, recording, cut-short
+            "ended_at": iso(r.ending.ended_at_s),
+            "last_sample_s": round(r.ending.last_sample_s, 3),
+            "sentence": r.ending.sentence,
+        },
+        "worst_hint": None if r.worst_hint is None else {
+            "code": r.worst_hint.hint.code,
+            "severity": r.worst_hint.severity,
+            "gpu": r.worst_hint.hint.gpu,
+            "pid": r.worst_hint.hint.pid,
+            "title": r.worst_hint.hint.title,
+            "first_seen_s": r.worst_hint.hint.first_seen_s,
+            "critical_at_s": r.worst_hint.critical_at_s,
+            "sentence": r.worst_hint.sentence,
+        },
         "oom_exits": [{
             "gpu": x.gpu,
             "pid": x.pid,
@@ -63,6 +85,7 @@ def report_to_json(r: Report) -> dict[str, Any]:
             "user": p.row.user,
             "cmdline": list(p.row.cmdline),
             "container": p.row.container,
+            "command": command_line(p.row),
             "peak_used_bytes": p.row.peak_used_bytes,
             "first_seen_s": p.row.first_seen_s,
             "last_seen_s": p.row.last_seen_s,

@@ -10,15 +10,28 @@ A session keeps each hint once, with the severity it last had, and an event
 (``hint-critical``) for the moment a hint opened as or turned critical: the critical line
 stands there. Sessions recorded before that event existed have only the hint, and there
 the critical line stands where the hint opened.
+
+The top of a report answers at a glance (:func:`glance`): each GPU's peak against its
+capacity and its time above 90 %, the worst hint and when it opened, the out-of-memory
+sentences, and how the session ended (:class:`SessionEnding`: closed normally, still
+being recorded, or cut short with no end time).
+
+Command lines are shown whole where they fit and cut at a separator otherwise
+(:func:`cut_command`); :func:`wrap_command` breaks them into lines only after a space,
+``/`` or ``=`` (a piece longer than a whole line is the one exception).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpuwatch.core.units import format_bytes, format_duration
+from gpuwatch.sessions import liveness
 from gpuwatch.sessions.reader import (
     EventRow,
     HintRow,
@@ -32,6 +45,13 @@ HIGH_USE_FRACTION = 0.9
 TOP_PROCESSES = 8
 OOM_RISK, LIKELY_OOM = "oom-risk", "likely-oom"
 ALERT_SEVERITIES = ("warning", "critical")
+
+SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
+# how a session ended (SessionEnding.state)
+CLOSED, RECORDING, CUT_SHORT = "closed", "recording", "cut-short"
+# a command is cut to this many lines of COMMAND_COLUMNS characters in the process table
+COMMAND_COLUMNS, COMMAND_LINES = 96, 2
+ELLIPSIS = "…"
 
 # mark kinds, in the order they are drawn and listed
 WARNING_MARK, CRITICAL_MARK, PEAK_MARK, OOM_MARK = "warning", "critical", "peak", "likely-oom"
@@ -88,6 +108,41 @@ class GpuSummary:
     used_bytes: np.ndarray
     marks: tuple[TimelineMark, ...] = ()   # on that timeline: first alerts, peak, deaths
 
+    @property
+    def peak_fraction(self) -> float | None:
+        """The peak as a fraction of the capacity (None when either is unknown)."""
+        if self.peak_used_bytes is None or not self.total_bytes:
+            return None
+        return self.peak_used_bytes / self.total_bytes
+
+    @property
+    def label(self) -> str:
+        """``GPU 0 NVIDIA A100-SXM4-40GB``."""
+        return f"GPU {self.index} {self.name}" if self.name else f"GPU {self.index}"
+
+    @property
+    def peak_text(self) -> str:
+        """``peak 39.6 / 40.0 GiB (99 %)``: the peak in the capacity's unit."""
+        if self.peak_used_bytes is None:
+            return "no memory readings"
+        if not self.total_bytes:
+            return f"peak {format_bytes(self.peak_used_bytes)} (capacity unknown)"
+        return f"peak {peak_of_capacity(self.peak_used_bytes, self.total_bytes)}"
+
+    @property
+    def high_use_text(self) -> str:
+        """``above 90 % for 1 min 59 s`` or ``never above 90 %``."""
+        if not self.total_bytes or self.peak_used_bytes is None:
+            return "time above 90 % unknown"
+        if self.time_above_90pct_s <= 0:
+            return "never above 90 %"
+        return f"above 90 % for {format_duration(self.time_above_90pct_s)}"
+
+    @property
+    def glance(self) -> str:
+        """``GPU 0 NVIDIA A100-SXM4-40GB: peak 39.6 / 40.0 GiB (99 %), above 90 % for 2 min``."""
+        return f"{self.label}: {self.peak_text}, {self.high_use_text}"
+
 
 @dataclass(frozen=True)
 class ProcessSummary:
@@ -112,6 +167,64 @@ class BudgetComparison:
 
 
 @dataclass(frozen=True)
+class SessionEnding:
+    """How the recording ended: ``closed`` (normally, with an end time), ``recording``
+    (no end time and a recorder still holds the file) or ``cut-short`` (no end time and
+    nobody writing: the recorder was killed or crashed)."""
+
+    state: str
+    started_at_s: float            # Unix time
+    ended_at_s: float | None       # Unix time; only when closed
+    last_sample_s: float           # seconds from the start
+
+    @property
+    def sentence(self) -> str:
+        length = format_duration(self.last_sample_s)
+        if self.state == CLOSED and self.ended_at_s is not None:
+            return (f"Closed normally at {clock(self.ended_at_s)}, after "
+                    f"{format_duration(self.ended_at_s - self.started_at_s)}.")
+        last = clock(self.started_at_s + self.last_sample_s)
+        if self.state == RECORDING:
+            return (f"Still being recorded: this report covers the first {length}, to "
+                    f"{last}.")
+        return (f"Cut short: no end time — a crash or kill stopped the recorder; the last "
+                f"sample is {length} in, at {last}.")
+
+
+@dataclass(frozen=True)
+class WorstHint:
+    """The most severe hint of the session: critical before warning before info, and
+    among equals the one that reached that severity first."""
+
+    hint: HintRow
+    severity: str                  # its worst: critical if it ever turned critical
+    critical_at_s: float | None    # when it turned critical, if it opened below that
+    others: int                    # how many other hints the session has
+
+    @property
+    def where(self) -> str:
+        parts = [f"GPU {self.hint.gpu}"] if self.hint.gpu is not None else []
+        if self.hint.pid is not None:
+            parts.append(f"pid {self.hint.pid}")
+        return ", ".join(parts)
+
+    @property
+    def when(self) -> str:
+        """``opened at 2 min 25 s, critical at 5 min 07 s``."""
+        text = f"opened at {format_duration(self.hint.first_seen_s)}"
+        if self.critical_at_s is not None:
+            text += f", critical at {format_duration(self.critical_at_s)}"
+        return text
+
+    @property
+    def sentence(self) -> str:
+        """``CRITICAL GPU 0 memory full now: 0 B free — oom-risk on GPU 0, opened at …``."""
+        where = f" on {self.where}" if self.where else ""
+        return (f"{self.severity.upper()} {self.hint.title} — {self.hint.code}{where}, "
+                f"{self.when}.")
+
+
+@dataclass(frozen=True)
 class Report:
     info: SessionInfo
     gpus: tuple[GpuSummary, ...]
@@ -122,6 +235,129 @@ class Report:
     budgets: tuple[BudgetComparison, ...]
     oom_exits: tuple[OomExit, ...] = ()
     summary: tuple[str, ...] = field(default=())   # sentences for the top of the report
+    ending: SessionEnding | None = None
+    worst_hint: WorstHint | None = None
+
+    @property
+    def glance(self) -> tuple[str, ...]:
+        """The summary block at the top, as plain lines (see :func:`glance`)."""
+        return glance(self)
+
+
+def clock(timestamp_s: float) -> str:
+    """``2026-12-03 13:35:07 UTC``."""
+    return dt.datetime.fromtimestamp(timestamp_s, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def peak_of_capacity(peak: int, total: int) -> str:
+    """``39.6 / 40.0 GiB (99 %)``: both in the capacity's unit. The percentage is rounded,
+    except that only a full GPU shows 100 %."""
+    unit = format_bytes(total).split()[-1]
+    size = {"TiB": 1024**4, "GiB": 1024**3, "MiB": 1024**2, "KiB": 1024}.get(unit, 1)
+    digits = 0 if unit == "B" else 1
+    percent = round(100 * peak / total)
+    if peak < total:
+        percent = min(percent, 99)
+    return f"{peak / size:.{digits}f} / {total / size:.{digits}f} {unit} ({percent} %)"
+
+
+def session_ending(info: SessionInfo) -> SessionEnding:
+    if info.ended_at_s is not None:
+        state = CLOSED
+    else:
+        state = RECORDING if liveness.is_live(info.path) else CUT_SHORT
+    return SessionEnding(state, info.started_at_s, info.ended_at_s, info.duration_s)
+
+
+def worst_hint(hints: tuple[HintRow, ...] | list[HintRow],
+               events: tuple[EventRow, ...] | list[EventRow] = ()) -> WorstHint | None:
+    """The most severe hint (see :class:`WorstHint`); None without hints."""
+    best: tuple | None = None
+    for n, h in enumerate(hints):
+        turned = min((e.t_s for e in events if e.kind == HINT_CRITICAL_EVENT
+                      and e.detail == h.code and e.gpu == h.gpu and e.pid == h.pid
+                      and h.first_seen_s <= e.t_s <= h.last_seen_s), default=None)
+        severity = "critical" if turned is not None else h.severity
+        reached = turned if turned is not None else h.first_seen_s
+        key = (-SEVERITY_RANK.get(severity, 0), reached, n)
+        if best is None or key < best[0]:
+            later = turned if turned is not None and turned > h.first_seen_s else None
+            best = (key, h, severity, later)
+    if best is None:
+        return None
+    return WorstHint(best[1], best[2], best[3], len(hints) - 1)
+
+
+def glance(r: Report) -> tuple[str, ...]:
+    """The report's first lines: each GPU's peak against capacity and time above 90 %,
+    the worst hint, the out-of-memory sentences, how the session ended."""
+    lines = [g.glance for g in r.gpus]
+    lines.append(f"Worst hint: {r.worst_hint.sentence}" if r.worst_hint else
+                 "No hints fired during this session.")
+    lines += r.summary
+    if r.ending is not None:
+        lines.append(r.ending.sentence)
+    return tuple(lines)
+
+
+def command_line(row: ProcessRow) -> str:
+    """The process's command line as a shell would take it, after its container."""
+    command = shlex.join(row.cmdline) if row.cmdline else ""
+    return f"[{row.container}] {command}" if row.container else command
+
+
+_PIECE = re.compile(r"[/=]*[^ /=]+[/=]?|[/=]+| +")
+
+
+def command_pieces(command: str) -> list[str]:
+    """``command`` cut where a line may break: after a ``/`` or ``=`` (a path's leading
+    ``/`` stays with its first name: ``--out=``, ``/mnt/``, ``data/``), and around
+    spaces (a run of spaces is a piece of its own)."""
+    return _PIECE.findall(command)
+
+
+def wrap_command(command: str, columns: int) -> list[str]:
+    """Lines of at most ``columns`` characters, broken only after a space, ``/`` or ``=``
+    (the spaces at a break are dropped); a piece longer than a line is split."""
+    columns = max(columns, 8)
+    lines: list[str] = []
+    line = ""
+    for piece in command_pieces(command):
+        if piece.isspace():
+            if line:
+                line += piece
+            continue
+        if len(line) + len(piece) > columns and line.strip():
+            lines.append(line.rstrip())
+            line = ""
+        while len(piece) > columns:
+            lines.append(piece[:columns])
+            piece = piece[columns:]
+        line += piece
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def cut_command(command: str, columns: int = COMMAND_COLUMNS,
+                lines: int = COMMAND_LINES) -> str:
+    """``command`` if it wraps into at most ``lines`` lines of ``columns``; else its
+    longest start that does, cut at a separator, with an ellipsis."""
+    if len(wrap_command(command, columns)) <= lines:
+        return command
+    kept = at_space = ""
+    for piece in command_pieces(command[: columns * (lines + 1)]):
+        trial = kept + piece
+        if len(wrap_command(trial.rstrip() + " " + ELLIPSIS, columns)) > lines:
+            break
+        kept = trial
+        if piece.isspace():
+            at_space = kept
+    if len(at_space) >= 0.75 * len(kept):   # rather after a whole word than in a path
+        kept = at_space
+    if not kept.strip():                     # one enormous piece: cut it anywhere
+        kept = command[: columns * lines - 2]
+    return kept.rstrip() + " " + ELLIPSIS
 
 
 def time_above(t_s: np.ndarray, used: np.ndarray, total: float | None,
@@ -225,7 +461,8 @@ def build_report(reader: SessionReader, top: int = TOP_PROCESSES) -> Report:
         for link in reader.budget_links())
     exits = oom_exits(hints)
     return Report(info, tuple(gpus), processes, len(rows), hints,
-                  events, budgets, exits, tuple(e.sentence for e in exits))
+                  events, budgets, exits, tuple(e.sentence for e in exits),
+                  session_ending(info), worst_hint(hints, events))
 
 
 def _predicted(estimate: dict) -> int | None:
