@@ -11,9 +11,17 @@ Settings come from a throwaway file, so the picture does not depend on the user'
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import (
+    QMessageLogContext,
+    QTimer,
+    QtMsgType,
+    qFormatLogMessage,
+    qInstallMessageHandler,
+)
 
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.source import SourceOptions, open_backend
@@ -38,7 +46,38 @@ DEFAULT_REAL_WAIT_S = 3.0
 WINDOW_SIZE = (1600, 1000)
 
 
+# Qt's offscreen platform says this each time a shown window's minimum size changes (its
+# layout settling): noise about a feature it lacks, not about the picture.
+OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints()"
+
+
+@contextmanager
+def quiet_offscreen_noise() -> Iterator[None]:
+    """Drop exactly :data:`OFFSCREEN_NOISE` from Qt's messages while this runs; every other
+    message goes where it went before (the previous handler, or stderr as Qt writes it)."""
+    previous = None
+
+    def handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
+        if message == OFFSCREEN_NOISE:
+            return
+        if previous is not None:
+            previous(mode, context, message)
+        else:
+            sys.stderr.write(qFormatLogMessage(mode, context, message) + "\n")
+
+    previous = qInstallMessageHandler(handler)
+    try:
+        yield
+    finally:
+        qInstallMessageHandler(previous)
+
+
 def take_screenshot(opts: app_module.LaunchOptions) -> int:
+    with quiet_offscreen_noise():
+        return _take_screenshot(opts)
+
+
+def _take_screenshot(opts: app_module.LaunchOptions) -> int:
     assert opts.screenshot
     backend, banner, fallback = app_module.open_source(opts)
     app = app_module.application()

@@ -13,8 +13,16 @@ import html
 from dataclasses import dataclass
 from typing import Literal
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt, Signal
+from PySide6.QtWidgets import (
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gpuwatch.core.hints import Hint
 from gpuwatch.ui.widgets import theme
@@ -77,6 +85,19 @@ def hint_html(h: HintView) -> str:
             + todo)
 
 
+ROW_LINE = 1    # px: the line under each row (the list's stylesheet), below its label
+
+
+class _RowDelegate(QStyledItemDelegate):
+    """Gives a row's label the whole row but its bottom line. Qt's own delegate gives an
+    item widget the item's *text* rectangle (a few pixels narrower), so a label whose
+    height was measured for the row's width wrapped once more and lost its last line."""
+
+    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem,
+                             index: QModelIndex | QPersistentModelIndex) -> None:
+        editor.setGeometry(option.rect.adjusted(0, 0, 0, -ROW_LINE))
+
+
 class AdvisorPanel(QWidget):
     hint_activated = Signal(object)      # HintView the user clicked
 
@@ -88,6 +109,10 @@ class AdvisorPanel(QWidget):
         self._stale = False         # rows not yet brought up to date (the panel was hidden)
         self.list = QListWidget()
         self.list.setWordWrap(True)
+        self.list.setItemDelegate(_RowDelegate(self.list))
+        # rows are as wide as the list (re-fitted when it changes width), never wider
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.viewport().installEventFilter(self)
         self.list.setSelectionMode(QListWidget.SelectionMode.SingleSelection)
         self.list.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
         self.list.itemClicked.connect(self._clicked)
@@ -122,6 +147,8 @@ class AdvisorPanel(QWidget):
         if theme.colors() is not self._colors:
             self._restyle()
         rows = [(h, hint_html(h)) for h in self.hints]
+        self.empty.setVisible(not self.hints)
+        self.list.setVisible(bool(self.hints))
         if [t for _, t in rows] == [t for _, t in self._shown]:
             self._shown = rows
             return
@@ -150,8 +177,6 @@ class AdvisorPanel(QWidget):
         self.list.setUpdatesEnabled(True)
         if selected is not None:
             self.select_key(selected, emit=False)
-        self.empty.setVisible(not self.hints)
-        self.list.setVisible(bool(self.hints))
 
     def set_pending(self, pending: list[str]) -> None:
         """What the advisor cannot judge yet, shown while there are no hints: "nothing
@@ -188,20 +213,26 @@ class AdvisorPanel(QWidget):
                 return True
         return False
 
-    def resizeEvent(self, event: object) -> None:
-        super().resizeEvent(event)  # type: ignore[arg-type]
-        for row in range(self.list.count()):      # wrapped labels change height with width
-            self._fit(self.list.item(row))
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # The list's viewport changed width (the panel, or a scroll bar came or went):
+        # wrapped labels change height with width.
+        if event.type() == QEvent.Type.Resize and watched is self.list.viewport():
+            for row in range(self.list.count()):
+                self._fit(self.list.item(row))
+        return super().eventFilter(watched, event)
 
     def _fit(self, item: QListWidgetItem) -> None:
         label = self.list.itemWidget(item)
         if label is None:
             return
-        width = self.list.viewport().width() - 2
+        width = self.list.viewport().width()
         if width > 50 and label.hasHeightForWidth():
-            item.setSizeHint(QSize(width, label.heightForWidth(width)))
+            hint = QSize(width, label.heightForWidth(width) + ROW_LINE)
         else:
-            item.setSizeHint(label.sizeHint())
+            hint = QSize(min(width, label.sizeHint().width()) if width > 0 else
+                         label.sizeHint().width(), label.sizeHint().height() + ROW_LINE)
+        if item.sizeHint() != hint:
+            item.setSizeHint(hint)
 
     def _clicked(self, item: QListWidgetItem) -> None:
         row = self.list.row(item)

@@ -35,11 +35,12 @@ class CardsView(QScrollArea):
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notice.hide()
         self._warnings: tuple[str, ...] = ()
+        self._preferred = 0      # up to two rows of cards and the notice, without scrolling
         self._grid = QGridLayout()
         self._grid.setContentsMargins(8, 8, 8, 4)
         self._grid.setSpacing(8)
-        top = QVBoxLayout()              # takes no room while the notice is hidden
-        top.setContentsMargins(8, 8, 8, 0)
+        self._top = top = QVBoxLayout()     # no room while the notice is hidden
+        top.setContentsMargins(0, 0, 0, 0)
         top.addWidget(self.notice)
         outer = QVBoxLayout(self._inner)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -57,15 +58,25 @@ class CardsView(QScrollArea):
         self._warnings = warnings
         if not warnings:
             self.notice.hide()
+            self._top.setContentsMargins(0, 0, 0, 0)
         else:
             self.notice.setText("\n".join(warnings))
             self.notice.show()
+            self._top.setContentsMargins(8, 8, 8, 0)
         if self.cards:
             self._relayout()
         else:
-            self.setMinimumHeight(self.notice.heightForWidth(max(400, self.width() - 16))
-                                  + 24 if warnings else 0)
+            self._preferred = self.notice.heightForWidth(max(400, self.width() - 16)) \
+                + 24 if warnings else 0
+            self.setMinimumHeight(min(self._preferred, self.MIN_NOTICE))
         return True
+
+    MIN_NOTICE = 120   # px of a long notice shown before it scrolls
+
+    def preferred_height(self) -> int:
+        """The height that shows up to two rows of cards (and the notice) whole; the
+        minimum is one row, the rest scrolls, so the window fits a small screen."""
+        return max(self._preferred, self.minimumHeight())
 
     def restyle(self) -> None:
         c = theme.colors()
@@ -102,7 +113,8 @@ class CardsView(QScrollArea):
         self._grid.setRowStretch(rows, 1)
         notice = 0 if self.notice.isHidden() else \
             self.notice.heightForWidth(max(400, self.width() - 16)) + 8
-        self.setMinimumHeight(self.height_for_rows(min(rows, 2)) + notice)
+        self._preferred = self.height_for_rows(min(rows, 2)) + notice
+        self.setMinimumHeight(self.height_for_rows(min(rows, 1)) + min(notice, self.MIN_NOTICE))
 
     def height_for_rows(self, rows: int) -> int:
         """Room for ``rows`` rows of cards (budget lines included) without scrolling."""

@@ -52,6 +52,7 @@ class GpuCard(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._name = f"GPU {index}"
         self._order: dict[int, int] = {}      # pid -> first-seen rank, so segments don't jump
+        self._placed: tuple[int, ...] = ()    # the pids the bar's colours were handed out for
         # pid -> (name, tooltip head, colour) of its bar segment
         self._segment_names: dict[int, tuple[str | None, str, QColor]] = {}
         self.state = GpuState.OK
@@ -184,6 +185,11 @@ class GpuCard(QFrame):
             self._order = order = {pid: r for pid, r in order.items() if pid in live}
             self._segment_names = {k: v for k, v in self._segment_names.items() if k in live}
         procs = sorted(g.processes, key=lambda p: order.setdefault(p.pid, len(order)))
+        pids = tuple(p.pid for p in procs)
+        if pids != self._placed:    # someone came or went: colours by place in the bar
+            self._placed = pids
+            for pid in theme.place_processes(self.index, pids):
+                self._segment_names.pop(pid, None)
         self._splits = {}
         overlay_pid = None if overlay is None else overlay.pid
         if self.probes:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QSize, Qt, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -48,6 +49,19 @@ from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.plots import WINDOW_LABELS, TimePlots
 
 TABS = ("Processes", "Budget", "Advisor")
+DEFAULT_SIZE = QSize(1500, 950)
+TITLE_BAR = 40       # px a window manager's frame may add above the window
+
+
+def default_size() -> QSize:
+    """The size a first start opens at: 1500×950, or the screen's free area where that is
+    smaller (a 1280×800 or 1024×640 laptop). Offscreen there is no screen to fit."""
+    screen = QGuiApplication.primaryScreen()
+    if screen is None or QGuiApplication.platformName() == "offscreen":
+        return QSize(DEFAULT_SIZE)
+    free = screen.availableGeometry()
+    return QSize(min(DEFAULT_SIZE.width(), free.width()),
+                 min(DEFAULT_SIZE.height(), free.height() - TITLE_BAR))
 
 
 class MainWindow(QMainWindow):
@@ -68,7 +82,7 @@ class MainWindow(QMainWindow):
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
-        self.resize(1500, 950)
+        self.resize(default_size())
 
         self.banner = QFrame()
         self.banner.setObjectName("banner")
@@ -86,14 +100,19 @@ class MainWindow(QMainWindow):
         self.budget = BudgetPanel(self.links)
         self.advisor = AdvisorPanel()
         self.tabs = QTabWidget()
-        for widget, name in zip((self.processes, self.budget, self.advisor), TABS, strict=True):
+        budget_page = QScrollArea()      # the form is taller than a small window's tab
+        budget_page.setWidget(self.budget)
+        budget_page.setWidgetResizable(True)
+        budget_page.setFrameShape(QFrame.Shape.NoFrame)
+        for widget, name in zip((self.processes, budget_page, self.advisor), TABS, strict=True):
             self.tabs.addTab(widget, name)
         self.bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottom.setObjectName("bottomSplitter")
         self.bottom.addWidget(self.plots)
         self.bottom.addWidget(self.tabs)
-        self.bottom.setStretchFactor(0, 5)
-        self.bottom.setStretchFactor(1, 6)
+        self.bottom.setStretchFactor(0, 1)      # the table's eleven columns want the room
+        self.bottom.setStretchFactor(1, 2)
+        self.bottom.setChildrenCollapsible(False)
         self.main = QSplitter(Qt.Orientation.Vertical)
         self.main.setObjectName("mainSplitter")
         self.main.addWidget(self.cards)
@@ -127,6 +146,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._restore()
         self.apply_preferences(self.prefs, initial=True)
+        self.processes.fit_columns(keep_widths=settings.state("process_header") is not None)
 
     # feeding --------------------------------------------------------------------------
     @Slot(object)
@@ -172,10 +192,12 @@ class MainWindow(QMainWindow):
         self.status_state.set(f"{self.sampling_state} · {plural(self.samples, 'sample')}")
 
     def fit_cards(self) -> None:
-        """Give the cards the height they need (until the user moves the splitter)."""
+        """Give the cards the height they need, up to two rows (until the user moves the
+        splitter), leaving the plots and tabs at least their minimum."""
         total = sum(self.main.sizes())
-        want = self.cards.minimumHeight()
-        self.main.setSizes([want, max(200, total - want)])
+        below = self.bottom.minimumSizeHint().height()
+        want = max(self.cards.minimumHeight(), min(self.cards.preferred_height(), total - below))
+        self.main.setSizes([want, max(below, total - want)])
 
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text

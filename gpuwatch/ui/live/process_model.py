@@ -133,6 +133,8 @@ class ProcessModel(QAbstractTableModel):
             gone = self.exited_row(key)
             if col in (NAME, COMMAND):
                 return command_line(self._sample_of(key))
+            if col == CONTAINER:
+                return self._sample_of(key).container
             if gone is not None:
                 return exited_tooltip(gone, self.units)
             if col == BUDGET:

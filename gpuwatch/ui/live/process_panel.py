@@ -16,7 +16,7 @@ import signal
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -35,15 +35,14 @@ from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.core.wording import plural
 from gpuwatch.ui.live.probe_view import ProbeHistory
-from gpuwatch.ui.live.process_model import MEMORY, Key, ProcessModel, command_line
-from gpuwatch.ui.live.process_table import ProcessTable
+from gpuwatch.ui.live.process_model import MEMORY, NAME, Key, ProcessModel, command_line
+from gpuwatch.ui.live.process_table import PADDING, SWATCH, SWATCH_GAP, ProcessTable, SortHeader
 from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
+from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, top_with_room
 from gpuwatch.ui.widgets.plots import (
-    StickyRange,
     WindowCurve,
-    bounds,
     byte_unit,
     cache_text_items,
     quiet_hidden_axes,
@@ -53,7 +52,10 @@ from gpuwatch.ui.widgets.plots import (
 )
 
 NO_SELECTION = "Select a process to see its memory over time"
-COLUMN_WIDTHS = (70, 70, 110, 40, 90, 120, 60, 80, 118, 110)
+# What a cell typically says, per column but the last (Command, which takes the rest): the
+# default widths show these whole, and each header beside its sort arrow when sorted.
+COLUMN_SAMPLES = ("4194304", "username", "gnome-shell", "0", "88.8 GiB", "probe · 88.8 GiB",
+                  "100 %", "88.8 GiB", "exited 00:00:00", "docker:0123456789ab")
 
 
 def current_user() -> str:
@@ -103,8 +105,8 @@ class ProcessPanel(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         header.setHighlightSections(False)
-        for col, width in enumerate(COLUMN_WIDTHS):
-            self.table.setColumnWidth(col, width)
+        header.sortIndicatorChanged.connect(lambda *_: header.fit_sorted())
+        self.fit_columns()
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.selectionModel().selectionChanged.connect(self._selected)
@@ -122,14 +124,18 @@ class ProcessPanel(QWidget):
         self.detail_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
         self.detail_plot.addItem(self.alloc_curve)
         self.detail_plot.addItem(self.detail_curve)
-        self._styled: tuple | None = None    # (unit name, pid) the plot is set up for
+        self._styled: tuple | None = None    # (unit name, pid, colour) the plot is set up for
         self._y_range = StickyRange()
+        self._y_set: tuple[float, float] | None = None   # the y range the plot shows
+        self._peak: float | None = None      # where the predicted-peak line is, if shown
         self.detail_plot.disableAutoRange(axis="y")
+        self.detail_plot.getViewBox().sigResized.connect(lambda *_: self._fit_y())
         self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
                                                                style=Qt.PenStyle.DashLine),
                                          label="predicted peak",
-                                         labelOpts={"position": 0.05,
-                                                    "color": theme.UNEXPLAINED_COLOR})
+                                         labelOpts={"position": 0.02,
+                                                    "color": theme.UNEXPLAINED_COLOR,
+                                                    "anchors": [(0, 1), (0, 1)]})
         self.detail_plot.addItem(self.peak_line)
         cache_text_items(self.detail_plot)        # the line's label too, while it is in
         self._show_peak(None)
@@ -173,6 +179,30 @@ class ProcessPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.splitter)
+
+    def fit_columns(self, keep_widths: bool = False) -> None:
+        """Default column widths (unless ``keep_widths``: the user's, restored), and room
+        for the sort arrow in the sorted column. Run again once the window's stylesheet is
+        in force: it sets the headers' padding."""
+        if not keep_widths:
+            for col, width in enumerate(self.default_widths()):
+                self.table.setColumnWidth(col, width)
+        header = self.table.horizontalHeader()
+        assert isinstance(header, SortHeader)
+        header.fit_sorted()
+
+    def default_widths(self) -> list[int]:
+        """Column widths from the font: each shows its sample text and its header."""
+        metrics = QFontMetrics(self.table.font())
+        header = self.table.horizontalHeader()
+        assert isinstance(header, SortHeader)
+        widths = []
+        for col, sample in enumerate(COLUMN_SAMPLES):
+            cell = metrics.horizontalAdvance(sample) + 2 * PADDING + 2
+            if col == NAME:
+                cell += SWATCH + SWATCH_GAP
+            widths.append(max(cell, header.width_for(col, arrow=False)))
+        return widths
 
     # updates -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -296,14 +326,29 @@ class ProcessPanel(QWidget):
         self._show_peak(None if budget is None else budget / scale)
         if budget is not None:
             shown.append(np.array([budget / scale]))
-        y_range = self._y_range.fit(*bounds(*shown))
-        if y_range is not None:
-            self.detail_plot.setYRange(*y_range, padding=0)
+        if self._y_range.fit(*bounds(*shown)) is not None or budget is not None:
+            self._fit_y()
         settle(self.detail_plot)
+
+    def _fit_y(self) -> None:
+        """The fitted range, raised where the predicted-peak line needs room above it for
+        its label (the plot's edge would cut it)."""
+        fitted = self._y_range.shown
+        if fitted is None:
+            return
+        low, top = fitted
+        peak = self._peak
+        if peak is not None:
+            room, _ = label_px()
+            top = top_with_room(low, peak, top, self.detail_plot.getViewBox().height(), room)
+        if (low, top) != self._y_set:
+            self._y_set = (low, top)
+            self.detail_plot.setYRange(low, top, padding=0)
 
     def _show_peak(self, value: float | None) -> None:
         """The predicted-peak line at ``value``, or out of the plot: a line in the plot
         moves its label on every change of the view (each second), shown or not."""
+        self._peak = value
         line = self.peak_line
         attached = line.scene() is not None
         if value is None:
@@ -319,13 +364,14 @@ class ProcessPanel(QWidget):
     def _style_detail(self, unit_name: str, pid: int) -> None:
         """Axis label and pens, set only when they change: pyqtgraph re-lays out an axis
         label and invalidates the curve on every call, even with the same values."""
-        style = (unit_name, pid)
+        color = theme.process_color(pid)
+        style = (unit_name, pid, color.rgba())
         if style == self._styled:
             return
+        if style[:2] != (self._styled or ())[:2]:
+            self._y_range = StickyRange()     # another process, or unit: fit it afresh
         self._styled = style
-        self._y_range = StickyRange()     # another process, or unit: fit it afresh
         self.detail_plot.setLabel("left", unit_name)
-        color = theme.process_color(pid)
         self.detail_curve.setPen(pg.mkPen(color, width=1))
         self.alloc_curve.setPen(pg.mkPen(color.darker(140), width=1,
                                          style=Qt.PenStyle.DashLine))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QPointF, QRect, QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -26,9 +26,10 @@ from PySide6.QtGui import (
     QPainter,
     QPaintEvent,
     QPalette,
+    QPolygonF,
     QStaticText,
 )
-from PySide6.QtWidgets import QTableView, QWidget
+from PySide6.QtWidgets import QHeaderView, QStyle, QStyleOptionHeader, QTableView, QWidget
 
 from gpuwatch.ui.live.process_model import (
     BUDGET,
@@ -47,9 +48,118 @@ _CACHE_LIMIT = 8192  # laid-out strings kept before the cache starts over
 NORMAL, BOLD, ITALIC = 0, 1, 2   # text styles
 
 
+ARROW_GAP = 4        # px between a header's text and its sort arrow
+
+
+class SortHeader(QHeaderView):
+    """A header whose sort arrow has a place of its own, after the text.
+
+    Qt's Fusion style (with the window's stylesheet) draws the arrow in the middle of the
+    section and a right-aligned text up to its edge, so the two overlap at any width
+    ("GPU memor▾"). Here the style draws the section without text or arrow, then the arrow
+    goes at the right end of the label's rectangle and the text in the rest, elided with
+    "…" when the section is too narrow for both."""
+
+    def __init__(self, orientation: Qt.Orientation = Qt.Orientation.Horizontal,
+                 parent: QWidget | None = None):
+        super().__init__(orientation, parent)
+        # over left-aligned cells, left-aligned (the model right-aligns the numeric ones)
+        self.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+
+    def _option(self, logical: int, rect: QRect | None) -> QStyleOptionHeader:
+        opt = QStyleOptionHeader()
+        self.initStyleOptionForIndex(opt, logical)
+        opt.rect = rect if rect is not None else QRect(
+            self.sectionViewportPosition(logical), 0, self.sectionSize(logical), self.height())
+        return opt
+
+    def _label(self, opt: QStyleOptionHeader) -> QRect:
+        """The section's padded label rectangle, as with no sort arrow."""
+        plain = QStyleOptionHeader(opt)
+        plain.sortIndicator = QStyleOptionHeader.SortIndicator.None_
+        return self.style().subElementRect(QStyle.SubElement.SE_HeaderLabel, plain, self)
+
+    def _arrow_size(self, opt: QStyleOptionHeader) -> QSize:
+        sorted_ = QStyleOptionHeader(opt)
+        sorted_.sortIndicator = QStyleOptionHeader.SortIndicator.SortDown
+        size = self.style().subElementRect(QStyle.SubElement.SE_HeaderArrow, sorted_,
+                                           self).size()
+        return size if size.width() > 0 and size.height() > 0 else QSize(8, 8)
+
+    def arrow_rect(self, logical: int, rect: QRect | None = None) -> QRect | None:
+        """Where section ``logical``'s sort arrow is drawn, or None (not sorted by it)."""
+        opt = self._option(logical, rect)
+        if opt.sortIndicator == QStyleOptionHeader.SortIndicator.None_:
+            return None
+        label, size = self._label(opt), self._arrow_size(opt)
+        return QRect(label.right() - size.width() + 1,
+                     label.top() + (label.height() - size.height()) // 2,
+                     size.width(), size.height())
+
+    def text_rect(self, logical: int, rect: QRect | None = None) -> QRect:
+        """Where section ``logical``'s text may go: its label rectangle less the arrow's
+        (in the header's coordinates unless ``rect`` is the section's)."""
+        opt = self._option(logical, rect)
+        label = self._label(opt)
+        arrow = self.arrow_rect(logical, rect)
+        if arrow is not None:
+            label.setRight(arrow.left() - ARROW_GAP - 1)
+        return label
+
+    def width_for(self, logical: int, arrow: bool = True) -> int:
+        """The width section ``logical`` needs to show its text whole (beside a sort arrow
+        with ``arrow``)."""
+        opt = self._option(logical, QRect(0, 0, 400, max(self.height(), 20)))
+        width = QFontMetrics(self.font()).horizontalAdvance(opt.text) + 1 + \
+            opt.rect.width() - self._label(opt).width()
+        return width + (self._arrow_size(opt).width() + ARROW_GAP if arrow else 0)
+
+    def fit_sorted(self) -> None:
+        """Widen the sorted section where its text and arrow do not fit side by side."""
+        logical = self.sortIndicatorSection()
+        if self.isSortIndicatorShown() and 0 <= logical < self.count():
+            need = self.width_for(logical)
+            if self.sectionSize(logical) < need:
+                self.resizeSection(logical, need)
+
+    def paintSection(self, painter: QPainter, rect: QRect, logical: int) -> None:
+        if not rect.isValid():
+            return
+        opt = self._option(logical, rect)
+        text = opt.text
+        opt.text = ""
+        opt.sortIndicator = QStyleOptionHeader.SortIndicator.None_
+        style = self.style()
+        painter.save()
+        style.drawControl(QStyle.ControlElement.CE_Header, opt, painter, self)
+        painter.restore()
+        arrow = self.arrow_rect(logical, rect)
+        if arrow is not None:       # ▼ largest first, ▲ smallest first
+            down = self.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+            left, right = arrow.left() + 0.5, arrow.right() + 0.5
+            mid, h = (left + right) / 2, (right - left) * 0.6
+            top = arrow.top() + (arrow.height() - h) / 2
+            tip, base = (top + h, top) if down else (top, top + h)
+            painter.save()
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(opt.palette.color(QPalette.ColorRole.ButtonText))
+            painter.drawPolygon(QPolygonF([QPointF(left, base), QPointF(right, base),
+                                           QPointF(mid, tip)]))
+            painter.restore()
+        if not text:
+            return
+        room = self.text_rect(logical, rect)
+        shown = QFontMetrics(self.font()).elidedText(text, Qt.TextElideMode.ElideRight,
+                                                     room.width())
+        style.drawItemText(painter, room, int(opt.textAlignment), opt.palette,
+                           self.isEnabled(), shown, QPalette.ColorRole.ButtonText)
+
+
 class ProcessTable(QTableView):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.setHorizontalHeader(SortHeader(Qt.Orientation.Horizontal, self))
         self._texts: dict[tuple[str, int, int], tuple[QStaticText, int, int]] = {}
         self._font_key = ""
 

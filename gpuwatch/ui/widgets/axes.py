@@ -13,6 +13,7 @@ so a paint is a handful of fills and glyph blits.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -131,6 +132,10 @@ class _StaticTextAxisMixin:
             else:
                 p.drawLine(op[1], op[2])
 
+    def label_texts(self) -> list[str]:
+        """The tick labels the last layout drew (for tests and diagnostics)."""
+        return [op[2].text() for op in self._ops if op[0] is _TEXT]
+
     def _build_ops(self, measurer: _Measurer) -> list[tuple]:
         specs = self.generateDrawSpecs(measurer)
         return [] if specs is None else self._compile(*specs)
@@ -232,6 +237,13 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         labels that fit, as ``AxisItem.generateDrawSpecs`` would place them."""
         if self.orientation != "bottom" or self._tickLevels is not None:
             return super()._build_ops(measurer)
+        center = Qt.AlignmentFlag.AlignCenter
+        box = QRectF(0, 0, 100, 100)
+        # The room for labels comes from the font, never from the labels that fit: those
+        # depend on the axis's height, and a height taken from them shrinks to nothing
+        # the first time none fits (a view with no data yet, a layout pass at 0 px).
+        label_h = measurer.boundingRect(box, center, SAMPLE_LABELS["%H:%M:%S"]).height() * 0.8
+        self._updateMaxTextSize(math.ceil(label_h))
         bounds = self.mapRectFromParent(self.geometry())
         view = self.linkedView()
         tick_bounds = bounds if view is None or self.grid is False else \
@@ -241,8 +253,6 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         if not (x1 > x0 and width > 0):
             return []
         scale = width / (x1 - x0)
-        center = Qt.AlignmentFlag.AlignCenter
-        box = QRectF(0, 0, 100, 100)
 
         def label_px(fmt: str) -> float:   # room a label needs, with a gap either side
             sample = SAMPLE_LABELS.get(fmt, "00:00:00")
@@ -253,7 +263,6 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         top, left, right = bounds.top(), bounds.left(), bounds.right()
         ops = self._line(self.pen(), QPointF(left - 1, top + 1), QPointF(right + 1, top + 1))
         labels: list[tuple] = []
-        tall = 0.0
         text_top = top + self.style["tickTextOffset"][1]
         font = self.style["tickFont"] or measurer.font()
         line_top = tick_bounds.top()
@@ -276,16 +285,13 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
                 if level:
                     continue
                 text = tick_label(v, step)
-                br = measurer.boundingRect(box, center, text)
-                label_w, label_h = br.width(), br.height() * 0.8
+                label_w = measurer.boundingRect(box, center, text).width()
                 if x - label_w / 2 < left or x + label_w / 2 > right \
                         or text_top + tick_length + label_h > bounds.bottom():
                     continue
                 static = self._static(text, font)
                 labels.append((_TEXT, QPointF(round(x - static.size().width() / 2),
                                               round(text_top + tick_length)), static))
-                tall = max(tall, label_h)
-        self._updateMaxTextSize(int(tall))
         ops.append((_PEN, self.textPen()))
         ops.append((_CLIP, self.boundingRect().toAlignedRect()))
         return ops + labels

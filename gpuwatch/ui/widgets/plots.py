@@ -8,6 +8,7 @@ move it by at least one pixel column: a 24 h window is redrawn about once a minu
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from gpuwatch.ui.settings import PLOT_WINDOWS_S
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
 from gpuwatch.ui.widgets.decimate import minmax_decimate, window_slice
+from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, zero_based_range
 
 WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
 
@@ -71,12 +73,16 @@ def settle(plot: pg.PlotWidget) -> None:
 def quiet_hidden_axes(plot: pg.PlotWidget) -> None:
     """Stop the hidden top and right axes from re-rendering their labels. They follow the
     view like the shown ones, and with pyqtgraph's automatic SI prefix every range change
-    (each second on a live plot) sets their label's HTML again and asks for a layout."""
+    (each second on a live plot) sets their label's HTML again and asks for a layout.
+
+    The value axis keeps its unit as given (GiB, GB/s) too: pyqtgraph's prefix turns a
+    flat line at zero into "GB/s (x1e-06)" from -50 to 50."""
     item = plot.getPlotItem()
     for name in ("top", "right"):
         axis = item.getAxis(name)
         if not axis.isVisible():
             axis.enableAutoSIPrefix(False)
+    item.getAxis("left").enableAutoSIPrefix(False)
 
 
 def cache_text_items(plot: pg.PlotWidget) -> None:
@@ -114,39 +120,6 @@ def restyle_plot(plot: pg.PlotWidget) -> None:
     plot.showGrid(x=True, y=True, alpha=c.grid_alpha)
 
 
-class StickyRange:
-    """A y range with hysteresis: it grows at once to show every point and shrinks only
-    when the data fill less than half of it. pyqtgraph's auto-range refits to every
-    sample's bounds, so a live plot's axis, ticks and grid were regenerated every second
-    for changes nobody can see."""
-
-    PAD = 0.08   # of the data's span, above and below
-
-    def __init__(self) -> None:
-        self.shown: tuple[float, float] | None = None
-
-    def fit(self, low: float, high: float) -> tuple[float, float] | None:
-        """The new range for data within [low, high], or None to keep the current one."""
-        if not (np.isfinite(low) and np.isfinite(high)):
-            return None
-        span = max(high - low, abs(high) * 0.05, 1e-3)
-        if self.shown is not None:
-            bottom, top = self.shown
-            if bottom <= low and high <= top and span >= 0.5 * (top - bottom):
-                return None
-        self.shown = (low - self.PAD * span, high + self.PAD * span)
-        return self.shown
-
-
-def bounds(*arrays: np.ndarray) -> tuple[float, float]:
-    """(min, max) of the finite values of the arrays; (inf, -inf) when there are none."""
-    low, high = np.inf, -np.inf
-    for a in arrays:
-        if len(a):
-            low, high = np.fmin(low, np.fmin.reduce(a)), np.fmax(high, np.fmax.reduce(a))
-    return float(low), float(high)
-
-
 class WindowCurve(pg.PlotCurveItem):
     """A curve that knows its data's extent. The scene asks a curve for its bounding
     rect dozens of times per paint, and every change of the view (each second, on a live
@@ -175,6 +148,8 @@ class WindowCurve(pg.PlotCurveItem):
 
 
 class _Plot(pg.PlotWidget):
+    MIN_HEIGHT = 96     # title, a few value labels, the time axis: the window fits 1024×640
+
     def __init__(self, title: str, y_label: str):
         super().__init__(axisItems=fast_axes())
         self.setMenuEnabled(False)
@@ -183,7 +158,7 @@ class _Plot(pg.PlotWidget):
         self.setTitle(title, size="10pt")
         self.setLabel("left", y_label)
         self.getPlotItem().layout.setContentsMargins(4, 2, 8, 4)
-        self.setMinimumHeight(150)
+        self.setMinimumHeight(self.MIN_HEIGHT)
         quiet_hidden_axes(self)
 
 
@@ -211,8 +186,22 @@ class TimePlots(QWidget):
         for plot in (self.memory, self.bandwidth):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
             plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
-        self._bw_range = StickyRange()
+        self._bw_range = StickyRange(floor=0.0, min_top=1.0)   # GB/s, where no peak is known
+        self._mem_range = StickyRange(floor=0.0, min_top=1.0)  # GiB, where no capacity is
+        self._mem_top: float | None = None      # the largest capacity, in the plot's unit
+        self._mem_data_top: float | None = None  # without a capacity: what the data need
+        self._bw_top: float | None = None        # the peak bandwidth, or what the data need
+        self._y_set: dict[int, tuple[float, float]] = {}   # id(plot) -> the range it shows
         self._new_items = True     # text items to cache as pixmaps (legend, labels)
+        self.memory.getViewBox().sigResized.connect(lambda *_: self._fit_memory())
+        self.bandwidth.getViewBox().sigResized.connect(lambda *_: self._fit_bandwidth())
+        # Until the first sample: the last minutes of the clock, zero to one unit up.
+        now = time.time()
+        for plot in (self.memory, self.bandwidth):
+            plot.setXRange(now - self.window_s, now, padding=0)
+        self._mem_data_top = self._bw_top = 1.0
+        self._fit_memory()
+        self._fit_bandwidth()
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -305,10 +294,11 @@ class TimePlots(QWidget):
         _, mem_scale = byte_unit(self.units)
         bw_scale = 1e9   # bandwidth is quoted in GB/s like every data sheet, whatever the units
         capacities: dict[float, int] = {}
-        bandwidths = []
+        used, bandwidths = [], []
         for index, ring in sorted(self.history.gpus.items()):
-            self._curve(self.memory, self._mem_curves, index).setData(
-                *ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale), connect="finite")
+            mx, my = ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale)
+            self._curve(self.memory, self._mem_curves, index).setData(mx, my, connect="finite")
+            used.append(my)
             bx, by = ring_curve(ring, "estimated_bandwidth_bytes_per_s", x0, x1, pixels, bw_scale)
             self._curve(self.bandwidth, self._bw_curves, index).setData(bx, by,
                                                                          connect="finite")
@@ -317,7 +307,10 @@ class TimePlots(QWidget):
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
         self._update_capacities(capacities, mem_scale)
-        self._fit_bandwidth(*bounds(*bandwidths))
+        self._fit_memory(bounds(*used)[1])
+        peaks = [g.peak_bandwidth_bytes_per_s for g in latest.gpus
+                 if g.peak_bandwidth_bytes_per_s]
+        self._fit_bandwidth(bounds(*bandwidths)[1], max(peaks) / bw_scale if peaks else None)
         if self._new_items:
             self._new_items = False
             cache_text_items(self.memory)
@@ -329,10 +322,44 @@ class TimePlots(QWidget):
         settle(self.memory)
         settle(self.bandwidth)
 
-    def _fit_bandwidth(self, low: float, high: float) -> None:
-        shown = self._bw_range.fit(low, high)
-        if shown is not None:
-            self.bandwidth.setYRange(*shown, padding=0)
+    def _set_y(self, plot: pg.PlotWidget, low: float, high: float) -> None:
+        """Set a y range unless it is the one shown: pyqtgraph redoes the axis and every
+        item's view transform on each call, equal or not."""
+        if self._y_set.get(id(plot)) != (low, high):
+            self._y_set[id(plot)] = (low, high)
+            plot.setYRange(low, high, padding=0)
+
+    def _fit_bandwidth(self, high: float | None = None, peak: float | None = None) -> None:
+        """From zero to the GPUs' peak bandwidth (the estimate is busy % × peak, so it
+        stays under it); where no peak is known, to what the data need, at least 1 GB/s.
+        Without arguments: fit the last figures again (the plot changed height)."""
+        if high is not None:
+            if peak is not None and not (np.isfinite(high) and high > peak):
+                self._bw_top = peak * 1.04
+            else:
+                shown = self._bw_range.fit(0.0, high if np.isfinite(high) else 0.0)
+                if shown is not None:
+                    self._bw_top = shown[1]
+        if self._bw_top is not None:
+            _, half = label_px()
+            view_px = self.bandwidth.getViewBox().height()
+            self._set_y(self.bandwidth, *zero_based_range(self._bw_top, view_px, half, half))
+
+    def _fit_memory(self, high: float | None = None) -> None:
+        """From zero to the largest capacity, with room above its line for the line's
+        label; without a capacity (every GPU lost), to what the data need. Without
+        arguments: fit the last figures again (the plot changed height)."""
+        top = self._mem_top
+        if top is None and high is not None:
+            shown = self._mem_range.fit(0.0, high if np.isfinite(high) else 0.0)
+            top = self._mem_data_top = shown[1] if shown is not None else self._mem_data_top
+        elif top is None:
+            top = self._mem_data_top
+        if top is not None:
+            line, half = label_px()
+            view_px = self.memory.getViewBox().height()
+            above = line if self._mem_top is not None else half
+            self._set_y(self.memory, *zero_based_range(top, view_px, above, half))
 
     def _curve(self, plot: pg.PlotWidget, curves: dict[int, pg.PlotCurveItem],
                index: int) -> pg.PlotCurveItem:
@@ -362,8 +389,7 @@ class TimePlots(QWidget):
                 self.memory.addItem(line)
                 self._capacity_lines[total] = line
                 self._new_items = True
-        if capacities:
-            self.memory.setYRange(0, max(capacities) / scale * 1.08, padding=0)
+        self._mem_top = max(capacities) / scale if capacities else None
 
     def clear(self) -> None:
         for plot, curves in ((self.memory, self._mem_curves), (self.bandwidth, self._bw_curves)):
@@ -371,5 +397,7 @@ class TimePlots(QWidget):
                 plot.removeItem(curve)
             curves.clear()
         self.legend.clear()
-        self._bw_range = StickyRange()
+        self._bw_range = StickyRange(floor=0.0, min_top=1.0)
+        self._mem_range = StickyRange(floor=0.0, min_top=1.0)
+        self._mem_data_top = self._bw_top = None
         self._last_drawn_s = -np.inf

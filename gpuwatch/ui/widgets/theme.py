@@ -18,15 +18,21 @@ from PySide6.QtWidgets import QApplication
 ThemeName = Literal["system", "light", "dark"]
 THEMES: tuple[ThemeName, ...] = ("system", "light", "dark")
 
-# Process segments: distinct, colour-blind-friendly-ish hues, readable on both themes.
+# Process segments, in the order a GPU's processes take them. Colour-blind safe: hues of
+# the Okabe–Ito and Tol palettes (blue, sky, bluish green, green, olive, violet) tuned so
+# that every pair stays apart under deuteranopia (CIEDE2000 >= 11 after Machado et al.'s
+# simulation, >= 19 in normal vision). No red, orange, pink or amber: those mean danger
+# here (``Colors.warning``/``critical``; >= 25 away from each), and a process holding
+# memory is not one. Light and dark ones alternate, so neighbours differ in lightness too.
 PROCESS_COLORS = (
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948",
-    "#76b7b2", "#ff9da7", "#9c755f", "#e15759", "#86bcb6",
+    "#1266cd", "#9ead3e", "#66d8ea", "#0b6359", "#b076df",
+    "#186809", "#029995", "#9cd4a6", "#179c4b", "#6a5986",
 )
-# One colour per GPU in the time plots.
+# One colour per GPU in the time plots: the same families, lines readable on white and
+# on the dark plot (lightness 40-72), pairwise >= 13 apart under deuteranopia.
 GPU_COLORS = (
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759",
-    "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
+    "#136bce", "#80880f", "#1ec2a9", "#046b70",
+    "#46bbe6", "#8e6ea7", "#257e45", "#75c35c",
 )
 # Budget categories, in the order they are stacked.
 CATEGORY_COLORS = {
@@ -85,19 +91,88 @@ def colors() -> Colors:
     return _current
 
 
-_PROCESS_COLORS: dict[int, QColor] = {}
+class ProcessColors:
+    """Which colour each process has: the same on every widget (bar, table, plot) for as
+    long as the window runs.
+
+    Colours are handed out per GPU, in the order of its bar: a process new to a GPU takes
+    the first colour that no other process there has (when all are taken, the least used
+    one that its neighbours in the bar don't have), and keeps it while it stays. Each GPU
+    starts at its own place in the palette, so the ranks of a job on eight GPUs differ in
+    the table too. A process that also runs on another GPU keeps the colour it has there."""
+
+    LIMIT = 65536    # pids remembered before starting over
+
+    def __init__(self, palette: tuple[str, ...] = PROCESS_COLORS) -> None:
+        self.palette = tuple(QColor(c) for c in palette)
+        self._index: dict[int, int] = {}        # pid -> palette index
+        self._colors: dict[int, QColor] = {}    # pid -> its (shared) colour
+        self._on_gpu: dict[int, tuple[int, ...]] = {}   # gpu -> its pids, in bar order
+
+    def color(self, pid: int) -> QColor:
+        """The pid's colour; one never placed on a GPU (a replayed process) gets one from
+        its number."""
+        color = self._colors.get(pid)
+        if color is None:
+            color = self._set(pid, zlib.crc32(str(pid).encode()) % len(self.palette))
+        return color
+
+    def place(self, gpu: int, pids: tuple[int, ...]) -> set[int]:
+        """Colour the processes on ``gpu`` (``pids`` in bar order); returns the pids whose
+        colour changed (only ever one that was away from this GPU and whose colour another
+        process there has taken since)."""
+        before = set(self._on_gpu.get(gpu, ()))
+        self._on_gpu[gpu] = pids
+        n = len(self.palette)
+        used = [0] * n
+        newcomers = []
+        for pos, pid in enumerate(pids):
+            if pid in before and pid in self._index:
+                used[self._index[pid]] += 1
+            else:
+                newcomers.append(pos)
+        changed = set()
+        for pos in newcomers:
+            pid = pids[pos]
+            current = self._index.get(pid)
+            if current is not None and (not used[current] or self._elsewhere(pid, gpu)):
+                used[current] += 1
+                continue
+            around = {self._index.get(pids[pos - 1]) if pos else None,
+                      self._index.get(pids[pos + 1]) if pos + 1 < len(pids) else None}
+            choice = min(range(n), key=lambda i: (used[i], i in around, (i - gpu) % n))
+            used[choice] += 1
+            if current is not None and current != choice:
+                changed.add(pid)
+            self._set(pid, choice)
+        return changed
+
+    def _elsewhere(self, pid: int, gpu: int) -> bool:
+        return any(pid in pids for g, pids in self._on_gpu.items() if g != gpu)
+
+    def _set(self, pid: int, index: int) -> QColor:
+        if len(self._colors) > self.LIMIT:
+            shown = {p for pids in self._on_gpu.values() for p in pids}
+            self._colors = {p: c for p, c in self._colors.items() if p in shown}
+            self._index = {p: i for p, i in self._index.items() if p in shown}
+        self._index[pid] = index
+        color = self._colors[pid] = self.palette[index]
+        return color
+
+
+PROCESSES = ProcessColors()
 
 
 def process_color(pid: int) -> QColor:
-    """A stable colour per pid (the same in every run, on every widget). Shared: don't
-    modify it (``lighter()``/``darker()`` return new colours)."""
-    color = _PROCESS_COLORS.get(pid)
-    if color is None:
-        if len(_PROCESS_COLORS) > 65536:
-            _PROCESS_COLORS.clear()
-        color = _PROCESS_COLORS[pid] = QColor(
-            PROCESS_COLORS[zlib.crc32(str(pid).encode()) % len(PROCESS_COLORS)])
-    return color
+    """The pid's colour (see :class:`ProcessColors`). Shared: don't modify it
+    (``lighter()``/``darker()`` return new colours)."""
+    return PROCESSES.color(pid)
+
+
+def place_processes(gpu: int, pids: tuple[int, ...]) -> set[int]:
+    """Colour the processes on one GPU, in the order of its bar (see
+    :meth:`ProcessColors.place`); returns the pids whose colour changed."""
+    return PROCESSES.place(gpu, pids)
 
 
 def gpu_color(index: int) -> QColor:
