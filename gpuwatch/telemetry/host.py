@@ -1,18 +1,33 @@
 """Host details of GPU processes from psutil and /proc (the only psutil importer).
 
-Static facts (name, command line, user, start time, container) are read once per
-process and cached by (pid, start time), so a recycled pid is never confused with the
-old process. CPU % and RSS are refreshed each lookup without blocking: psutil's
-``cpu_percent(None)`` measures since the previous call, so the first reading is None.
+What a tick costs is what a monitor costs, so the work is split by how often it changes:
+
+- Static facts (name, command line, user, start time, container) are read once per
+  process, through psutil and ``/proc/<pid>/cgroup``, and kept while the process lives.
+- Each tick reads two small files per process. ``/proc/<pid>/stat`` gives its state (a
+  zombie has exited), its CPU time (CPU % is the change since the previous tick, so the
+  first reading is None: unknown, not 0) and its start time: one that differs from the
+  start the facts were read with is a recycled pid, whose facts are read again.
+  ``/proc/<pid>/statm`` gives the resident set size. psutil reads the same files with
+  a process object, a context manager and a named tuple per call, and needs a second
+  process object to notice a recycled pid: several times the cost (docs/cost.md).
+- Where there is no ``/proc`` the tick asks psutil instead (one fresh process object,
+  so the start time is read anew, and ``oneshot``).
+
 A process that has exited is not found, zombies (exited, not yet reaped) included: the
-backend still lists it when the driver does, as exited.
+backend still lists it when the driver does, as exited. A process that may not be read
+(``hidepid``, another user's process under some kernels) is found with what could be
+read and None for the rest. Names and command lines are kept exactly as the process
+set them: they are the process's own words, shown as data, never parsed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import psutil
 
@@ -20,17 +35,40 @@ from gpuwatch.telemetry.hostinfo import HostProcess, container_from_cgroup
 
 # The kernel's inode number of the initial PID namespace (PROC_PID_INIT_INO).
 _INITIAL_PID_NAMESPACE_INODE = 0xEFFFFFFC
+_EXITED_STATES = frozenset({b"Z", b"X", b"x"})    # zombie, dead
+_EXITED_STATUSES = frozenset({psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD})
+_GONE = (psutil.NoSuchProcess, ProcessLookupError, FileNotFoundError)   # ZombieProcess too
+_EXEC_RETRIES = 3
+_STAT_MAX_BYTES = 4096        # /proc/<pid>/stat is ~300 bytes: 52 numbers and a 16-byte name
+
+
+class _Reading(NamedTuple):
+    """What one tick learns of a process."""
+
+    exited: bool
+    cpu_s: float              # user + system CPU time so far
+    start: float              # identity: start time in clock ticks since boot, or Unix s
+    rss_bytes: int
+
+
+class _Denied(Exception):
+    """The process exists but may not be read."""
 
 
 @dataclass(slots=True)
 class _Known:
-    process: psutil.Process
-    create_time: float
+    start: float | None       # the identity the facts were read with (None: unreadable)
     name: str | None
     cmdline: tuple[str, ...]
     user: str | None
     container: str | None
-    primed: bool = False      # cpu_percent has had its first (baseline) call
+    started_at_s: float | None
+    cpu_s: float | None = None    # CPU time at the previous reading
+    read_at: float = 0.0          # when that was (the host's timer)
+    # Read again next tick: an empty command line that could be read is a process caught
+    # inside exec (the kernel fills it in a moment later), so it is looked at again, a
+    # few times at most (a process may also blank its own).
+    retries_left: int = 0
 
 
 def read_container(pid: int, proc_root: str = "/proc") -> str | None:
@@ -48,70 +86,165 @@ def in_child_pid_namespace(proc_root: str = "/proc") -> bool:
         return False
 
 
+def _sysconf(name: str, default: int) -> int:
+    try:
+        return os.sysconf(name)
+    except (AttributeError, ValueError, OSError):
+        return default
+
+
 class PsutilHost:
-    def __init__(self, pid_namespace_isolated: bool | None = None) -> None:
+    """Host details of the pids NVML lists, cached per process across ticks.
+
+    ``proc_root`` and ``timer`` are for tests; ``use_proc=False`` makes every tick ask
+    psutil, as on a system without ``/proc``."""
+
+    def __init__(self, pid_namespace_isolated: bool | None = None, *,
+                 proc_root: str = "/proc", use_proc: bool | None = None,
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self._known: dict[int, _Known] = {}
-        self._isolated = (in_child_pid_namespace() if pid_namespace_isolated is None
+        self._isolated = (in_child_pid_namespace(proc_root) if pid_namespace_isolated is None
                           else pid_namespace_isolated)
+        self._proc_root = proc_root
+        if use_proc is None:
+            use_proc = os.path.exists(f"{proc_root}/self/stat")
+        self._use_proc = use_proc
+        self._read = self._read_proc if use_proc else self._read_psutil
+        self._timer = timer
+        self._ticks_per_s = _sysconf("SC_CLK_TCK", 100)
+        self._page_bytes = _sysconf("SC_PAGE_SIZE", 4096)
+        self._boot_time_s: float | None = None
 
     def pid_namespace_isolated(self) -> bool:
         return self._isolated
 
-    def _learn(self, pid: int) -> _Known | None:
-        try:
-            proc = psutil.Process(pid)
-            with proc.oneshot():
-                create_time = proc.create_time()
-                name = proc.name()
-                try:
-                    cmdline = tuple(proc.cmdline())
-                except psutil.AccessDenied:
-                    cmdline = ()
-                try:
-                    user = proc.username()
-                except (psutil.AccessDenied, KeyError):
-                    user = None
-        except (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError,
-                FileNotFoundError):
-            return None
-        except psutil.AccessDenied:
-            return None
-        return _Known(proc, create_time, name, cmdline, user, read_container(pid))
+    # -- each tick ----------------------------------------------------------------------
 
     def lookup(self, pids: Iterable[int]) -> dict[int, HostProcess]:
         out: dict[int, HostProcess] = {}
         wanted = set(pids)
+        known_all = self._known
+        now = self._timer()
         for pid in wanted:
-            known = self._known.get(pid)
-            if known is None or not known.process.is_running():
-                known = self._learn(pid)
-                if known is None:
-                    self._known.pop(pid, None)
-                    continue
-                self._known[pid] = known
             try:
-                with known.process.oneshot():
-                    if known.process.status() == psutil.STATUS_ZOMBIE:
-                        raise psutil.ZombieProcess(pid)   # it has exited; left unreaped
-                    cpu = known.process.cpu_percent(None)
-                    rss = known.process.memory_info().rss
-            except (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError,
-                    FileNotFoundError):
-                self._known.pop(pid, None)
+                reading = self._read(pid)
+            except _GONE:
+                known_all.pop(pid, None)
                 continue
-            except psutil.AccessDenied:
-                cpu, rss = None, None
-            out[pid] = HostProcess(
-                name=known.name,
-                cmdline=known.cmdline,
-                user=known.user,
-                container=known.container,
-                cpu_percent=cpu if known.primed else None,
-                rss_bytes=rss,
-                started_at_s=known.create_time,
-            )
-            known.primed = cpu is not None
-        for pid in list(self._known):
-            if pid not in wanted:
-                del self._known[pid]
+            except (_Denied, psutil.AccessDenied):
+                reading = None
+            if reading is not None and reading.exited:
+                known_all.pop(pid, None)        # a zombie: it has exited, left unreaped
+                continue
+            known = known_all.get(pid)
+            if (known is None or (reading is not None and known.start != reading.start)
+                    or known.retries_left):
+                known = self._learn(pid, reading, known)   # new, recycled, or unfinished
+                if known is None:
+                    known_all.pop(pid, None)
+                    continue
+                known_all[pid] = known
+            cpu = rss = None
+            if reading is not None:
+                rss = reading.rss_bytes
+                last = known.cpu_s
+                if last is not None and now > known.read_at:
+                    cpu = max(0.0, (reading.cpu_s - last) / (now - known.read_at) * 100.0)
+                known.cpu_s = reading.cpu_s
+                known.read_at = now
+            out[pid] = HostProcess(known.name, known.cmdline, known.user, known.container,
+                                   cpu, rss, known.started_at_s)
+        if len(known_all) > len(out):
+            for pid in [p for p in known_all if p not in wanted]:
+                del known_all[pid]
         return out
+
+    def _read_proc(self, pid: int) -> _Reading:
+        """``/proc/<pid>/stat`` and ``statm``, one read each. Raises FileNotFoundError or
+        ProcessLookupError when there is no such process, _Denied when it may not be read."""
+        root = self._proc_root
+        stat = _read_small(f"{root}/{pid}/stat")
+        # The name (field 2) is in parentheses and may hold anything, ")" and spaces
+        # included: the fields that follow start after the last ")".
+        fields = stat[stat.rfind(b")") + 2:].split()
+        try:
+            # 3 state, 14 utime, 15 stime, 22 starttime (clock ticks since boot)
+            exited = fields[0] in _EXITED_STATES
+            cpu_s = (int(fields[11]) + int(fields[12])) / self._ticks_per_s
+            start = int(fields[19])
+        except (IndexError, ValueError):
+            raise _Denied from None             # not what the kernel writes: read nothing
+        if exited:
+            return _Reading(True, cpu_s, start, 0)
+        # The resident set from statm, as ps, top and psutil give it: stat's own field
+        # is an approximation on recent kernels (per-CPU counters not summed).
+        try:
+            rss = int(_read_small(f"{root}/{pid}/statm").split()[1]) * self._page_bytes
+        except (IndexError, ValueError):
+            raise _Denied from None
+        return _Reading(False, cpu_s, start, rss)
+
+    def _read_psutil(self, pid: int) -> _Reading:
+        """Where there is no /proc: a fresh process object reads the start time anew."""
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            status = proc.status()
+            if status in _EXITED_STATUSES:
+                return _Reading(True, 0.0, 0.0, 0)
+            times = proc.cpu_times()
+            rss = proc.memory_info().rss
+        return _Reading(False, times.user + times.system, proc.create_time(), rss)
+
+    # -- once per process --------------------------------------------------------------
+
+    def _learn(self, pid: int, reading: _Reading | None,
+               previous: _Known | None) -> _Known | None:
+        """The static facts, or None when the process has gone meanwhile. ``previous``:
+        what was known of this pid, kept on when it is the same process."""
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                name = _allowed(proc.name)
+                cmdline = _allowed(proc.cmdline)
+                user = _allowed(proc.username)
+                created = _allowed(proc.create_time)
+        except _GONE:
+            return None
+        start = reading.start if reading is not None else None
+        if created is None and start is not None and self._use_proc:
+            created = self._boot_time() + start / self._ticks_per_s
+        known = _Known(start, name, tuple(cmdline or ()), user,
+                       read_container(pid, self._proc_root), created)
+        same = previous is not None and previous.start == start
+        if cmdline == []:                     # could be read, and was empty
+            known.retries_left = previous.retries_left - 1 if same else _EXEC_RETRIES
+        if same:                              # the rate goes on
+            known.cpu_s, known.read_at = previous.cpu_s, previous.read_at
+        return known
+
+    def _boot_time(self) -> float:
+        if self._boot_time_s is None:
+            self._boot_time_s = psutil.boot_time()
+        return self._boot_time_s
+
+
+def _read_small(path: str) -> bytes:
+    """A small /proc file in one read; _Denied when it may not be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except PermissionError:
+        raise _Denied from None
+    try:
+        return os.read(fd, _STAT_MAX_BYTES)
+    except PermissionError:
+        raise _Denied from None
+    finally:
+        os.close(fd)
+
+
+def _allowed(read: Callable[[], object]) -> object | None:
+    """The fact, or None when it may not be read."""
+    try:
+        return read()
+    except (psutil.AccessDenied, KeyError):     # KeyError: a uid with no user name
+        return None

@@ -26,7 +26,8 @@ class HostProcess:
 class HostInfo(Protocol):
     def lookup(self, pids: Iterable[int]) -> dict[int, HostProcess]:
         """Details for each pid that still runs and can be seen; others (exited, zombies,
-        hidden) are left out, and the caller says why."""
+        hidden) are left out, and the caller says why. A pid that runs but may not be
+        read is given with what could be read, None for the rest."""
         ...
 
     def pid_namespace_isolated(self) -> bool:

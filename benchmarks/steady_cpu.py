@@ -1,0 +1,188 @@
+"""Steady CPU use of a running monitor on the real path, as % of one core.
+
+Starts real ``sleep`` processes (8 GPUs x 8 by default), lists them through the fake
+driver library (tests/fakenvml, built with gcc), and runs one after the other:
+
+- ``bare``:   a bare pynvml + psutil loop at the same interval: the NVML readings gpuwatch
+              makes, and psutil's name/cmdline/user/rss/cpu of every listed pid
+- ``record``: ``gpuwatch record --interval 1 --no-save`` (output to a file)
+- ``gui``:    ``gpuwatch gui --interval 1``, offscreen, window shown   (with --gui)
+- ``tray``:   ``gpuwatch gui --tray --interval 1``, offscreen          (with --tray)
+
+Each runs ``--warmup`` seconds (start-up is not steady state), then its CPU time
+(utime + stime of every thread, from /proc/<pid>/stat) is read at the start and the
+end of a ``--window`` of wall-clock seconds. ``--baseline`` runs each gpuwatch command
+from a second checkout too (a `git worktree` of an older commit), interleaved with this
+one, so both see the same machine; ``--repeat`` gives each run several rounds.
+
+Run:  .venv/bin/python benchmarks/steady_cpu.py [--window 60] [--gui] [--tray]
+          [--repeat N] [--baseline OTHER_CHECKOUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        data = f.read()
+    fields = data[data.rfind(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+
+
+def bare_loop(interval_s: float) -> None:
+    """The child for ``bare``: sample at the interval until killed."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from sampler import BareLoop
+
+    loop = BareLoop()
+    deadline = time.monotonic()
+    while True:
+        loop.sample()
+        deadline += interval_s
+        time.sleep(max(0.0, deadline - time.monotonic()))
+
+
+def child_env(library: Path, gpus: int, pids: list[int], tmp: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKENVML_")}
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in (str(library), env.get("LD_LIBRARY_PATH")) if p)
+    env["PYTHONPATH"] = env.get("PYTHONPATH") or str(REPO)
+    env["FAKENVML_GPUS"] = str(gpus)
+    env["FAKENVML_PIDS"] = ",".join(map(str, pids))
+    env["GPUWATCH_PROBE_DIR"] = os.path.join(tmp, "probes")
+    env["GPUWATCH_DATA_DIR"] = os.path.join(tmp, "data")
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    os.makedirs(env["GPUWATCH_PROBE_DIR"], mode=0o700, exist_ok=True)
+    return env
+
+
+def measure(name: str, argv: list[str], env: dict[str, str], tmp: str, warmup_s: float,
+            window_s: float) -> float:
+    """% of one core that the command uses over the window."""
+    out_path = os.path.join(tmp, f"{name}.out")
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(warmup_s)
+        if proc.poll() is not None:
+            raise SystemExit(f"{name} ended during the warm-up (exit {proc.returncode}):\n"
+                             + Path(out_path).read_text(errors="replace")[-2000:])
+        cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(window_s)
+        cpu1, wall1 = cpu_seconds(proc.pid), time.monotonic()
+        if proc.poll() is not None:
+            raise SystemExit(f"{name} ended during the window (exit {proc.returncode})")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return (cpu1 - cpu0) / (wall1 - wall0) * 100.0
+
+
+def planned_runs(args: argparse.Namespace) -> list[tuple[str, list[str], str | None]]:
+    """(label, command, PYTHONPATH or None for this checkout) of every run, in order."""
+    interval = f"{args.interval:g}"
+    gpuwatch = [sys.executable, "-m", "gpuwatch"]
+    commands = []
+    if not args.no_record:
+        commands.append(("record", [*gpuwatch, "record", "--interval", interval, "--no-save"]))
+    if args.gui:
+        commands.append(("gui (offscreen)", [*gpuwatch, "gui", "--interval", interval]))
+    if args.tray:
+        commands.append(("gui --tray (offscreen)",
+                         [*gpuwatch, "gui", "--tray", "--interval", interval]))
+    runs: list[tuple[str, list[str], str | None]] = []
+    if not args.no_bare:
+        runs.append((BARE, [sys.executable, str(Path(__file__).resolve()), "--bare-loop",
+                            "--interval", interval], None))
+    for label, argv in commands:
+        if args.baseline:
+            runs.append((f"{label} [baseline]", argv, str(Path(args.baseline).resolve())))
+        runs.append((label, argv, None))
+    return runs
+
+
+BARE = "bare pynvml + psutil loop"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--window", type=float, default=60.0, metavar="S",
+                        help="seconds measured per run (default 60)")
+    parser.add_argument("--warmup", type=float, default=5.0, metavar="S",
+                        help="seconds before measuring (default 5)")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+                        help="the sampling interval (default 1)")
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--per-gpu", type=int, default=8, help="processes per GPU")
+    parser.add_argument("--gui", action="store_true", help="also the window (offscreen)")
+    parser.add_argument("--tray", action="store_true", help="also gui --tray (offscreen)")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare loop")
+    parser.add_argument("--no-record", action="store_true", help="skip gpuwatch record")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="rounds of every run, interleaved; the median is shown")
+    parser.add_argument("--baseline", metavar="CHECKOUT",
+                        help="also run gpuwatch from this checkout (e.g. a git worktree of "
+                             "an older commit), interleaved with this one")
+    parser.add_argument("--bare-loop", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare_loop:
+        bare_loop(args.interval)
+        return
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from sampler import build_fake_driver, start_sleepers, stop
+
+    library = build_fake_driver()
+    runs = planned_runs(args)
+    processes = args.gpus * args.per_gpu
+    print(f"{args.gpus} GPUs x {processes} real processes, a sample every {args.interval:g} s;"
+          f" CPU over {args.window:g} s after {args.warmup:g} s of warm-up, % of one core"
+          + (f"; {args.repeat} rounds, interleaved: median (min-max)" if args.repeat > 1
+             else ""))
+    if args.baseline:
+        print(f"[baseline]: gpuwatch from {Path(args.baseline).resolve()}")
+    children = start_sleepers(processes)
+    results: dict[str, list[float]] = {label: [] for label, _, _ in runs}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = child_env(library, args.gpus, [c.pid for c in children], tmp)
+            for round_ in range(args.repeat):
+                for k, (label, argv, pythonpath) in enumerate(runs):
+                    run_env = dict(env, PYTHONPATH=pythonpath) if pythonpath else env
+                    value = measure(f"run{round_}-{k}", argv, run_env, tmp, args.warmup,
+                                    args.window)
+                    results[label].append(value)
+                    if args.repeat > 1:
+                        print(f"    round {round_ + 1}: {label:<34}{value:6.2f} %",
+                              file=sys.stderr, flush=True)
+    finally:
+        stop(children)
+    floor = statistics.median(results[BARE]) if results.get(BARE) else None
+    for label, values in results.items():
+        middle = statistics.median(values)
+        spread = f" ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else ""
+        ratio = f"   {middle / floor:5.2f}x the bare loop" if floor and label != BARE else ""
+        print(f"  {label:<34}{middle:6.2f} % of a core{spread}{ratio}")
+
+
+if __name__ == "__main__":
+    main()
