@@ -168,24 +168,9 @@ def test_prune_by_age_and_by_size(tmp_path):
 
 def test_the_moment_a_hint_turns_critical_is_kept(tmp_path):
     """The hint row keeps its last severity; when it became critical is an event."""
-    from gpuwatch.advisor import Advisor
-    from gpuwatch.core.history import History
     from gpuwatch.sessions.reader import SessionReader
-    from gpuwatch.sessions.recorder import Recorder
-    from gpuwatch.telemetry.source import SourceOptions, open_backend
 
-    backend = open_backend(SourceOptions(demo="oom-ramp", time_scale="max"))
-    path = tmp_path / "s.gpuwatch.sqlite"
-    recorder, history, advisor = Recorder(path, 1.0), History(), Advisor()
-    for t in range(0, 400, 1):
-        backend.clock.set_elapsed(t)
-        snap = backend.sample()
-        history.append(snap)
-        recorder.add_snapshot(snap)
-        for event in advisor.update(history):
-            recorder.add_hint_event(event)
-    backend.close()
-    recorder.close(backend.clock.now_s())
+    path = record_scenario(tmp_path / "s.gpuwatch.sqlite", "oom-ramp", 400, advisor=True)
     with SessionReader(path) as reader:
         (risk,) = [h for h in reader.hints() if h.code == "oom-risk"]
         turned = [e for e in reader.events() if e.kind == "hint-critical"]

@@ -13,14 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from session_support import record_scenario
 
-from gpuwatch.advisor import Advisor
-from gpuwatch.core.history import History
 from gpuwatch.core.units import format_duration
 from gpuwatch.sessions.charts_svg import memory_chart
 from gpuwatch.sessions.export import export
 from gpuwatch.sessions.reader import HintRow, SessionReader
-from gpuwatch.sessions.recorder import Recorder
 from gpuwatch.sessions.report_html import render_html
 from gpuwatch.sessions.report_json import report_to_json
 from gpuwatch.sessions.report_model import (
@@ -33,7 +31,6 @@ from gpuwatch.sessions.report_model import (
     build_report,
     oom_exits,
 )
-from gpuwatch.telemetry.source import SourceOptions, open_backend
 
 GiB = 1024**3
 OOM_PID = 71310
@@ -41,27 +38,7 @@ OOM_LABEL = f"pid {OOM_PID} exited — likely OOM"
 
 
 def record_with_advisor(path: Path, scenario: str, until_s: float, step_s: float = 1.0) -> Path:
-    """Sample ``scenario`` on a stepped clock with the advisor running, as `gpuwatch
-    record` does: snapshots and hint events into a session file."""
-    backend = open_backend(SourceOptions(demo=scenario, time_scale="max"))
-    history, advisor = History(), Advisor()
-    recorder = Recorder(path, step_s)
-    t = 0.0
-    try:
-        while t <= until_s:
-            backend.clock.set_elapsed(t)
-            snap = backend.sample()
-            history.append(snap)
-            events = advisor.update(history)
-            recorder.add_snapshot(snap)
-            for event in events:
-                recorder.add_hint_event(event)
-            t += step_s
-    finally:
-        backend.close()
-        recorder.close(backend.clock.now_s())
-    assert recorder.error is None
-    return path
+    return record_scenario(path, scenario, until_s, step_s, advisor=True)
 
 
 def _report(path: Path) -> Report:
