@@ -34,20 +34,22 @@ from gpuwatch import __version__
 from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.core.wording import plural
 from gpuwatch.sessions.charts_svg import memory_chart
-from gpuwatch.sessions.report_model import (
-    CLOSED,
+from gpuwatch.sessions.report_commands import (
     COMMAND_COLUMNS,
     COMMAND_LINES,
     ELLIPSIS,
+    command_line,
+    command_pieces,
+    cut_command,
+    wrap_command,
+)
+from gpuwatch.sessions.report_model import (
+    CLOSED,
     RECORDING,
     GpuSummary,
     ProcessSummary,
     Report,
     clock,
-    command_line,
-    command_pieces,
-    cut_command,
-    wrap_command,
 )
 
 # Qt's rich text needs the width as an attribute, and cell padding as CSS longhands.

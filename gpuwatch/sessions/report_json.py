@@ -8,7 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from gpuwatch.sessions.report_model import Report, command_line
+from gpuwatch.sessions.report_commands import command_line
+from gpuwatch.sessions.report_model import Report
 
 REPORT_SCHEMA = "gpuwatch.report/1"
 

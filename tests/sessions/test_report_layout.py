@@ -22,20 +22,18 @@ from gpuwatch.core.units import format_duration
 from gpuwatch.sessions import liveness
 from gpuwatch.sessions.export import export
 from gpuwatch.sessions.reader import EventRow, HintRow, SessionReader
+from gpuwatch.sessions.report_commands import ELLIPSIS, cut_command, wrap_command
 from gpuwatch.sessions.report_html import render_html
 from gpuwatch.sessions.report_json import report_to_json
 from gpuwatch.sessions.report_model import (
     CLOSED,
     CUT_SHORT,
-    ELLIPSIS,
     RECORDING,
     Report,
     build_report,
     clock,
-    cut_command,
     peak_of_capacity,
     worst_hint,
-    wrap_command,
 )
 
 GiB = 1024**3
