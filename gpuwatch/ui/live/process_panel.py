@@ -1,10 +1,9 @@
-"""The process table with its filter, context menu, and the selected process's history.
+"""The process table with its filter and context menu, over the selected process's history.
 
 Right-click (or the keyboard) offers: copy the command line, link to a budget, and
 terminate — the last only for the user's own running processes on real GPUs, after
 asking (never for an exited row: its pid may belong to another process by now).
-For a process that runs the probe, the history plot draws what PyTorch has allocated
-under the measured line.
+The history under the table is :class:`~gpuwatch.ui.live.process_plot.ProcessPlot`.
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ import getpass
 import os
 import signal
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QFontMetrics, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QFontMetrics, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -36,22 +33,9 @@ from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.core.wording import plural
 from gpuwatch.ui.live.probe_view import ProbeHistory
 from gpuwatch.ui.live.process_model import MEMORY, NAME, Key, ProcessModel, command_line
+from gpuwatch.ui.live.process_plot import ProcessPlot
 from gpuwatch.ui.live.process_table import PADDING, SWATCH, SWATCH_GAP, ProcessTable, SortHeader
-from gpuwatch.ui.live.text_lines import Run, TextLines
-from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.axes import fast_axes
-from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, top_with_room
-from gpuwatch.ui.widgets.plots import (
-    WindowCurve,
-    byte_unit,
-    cache_text_items,
-    quiet_hidden_axes,
-    restyle_plot,
-    ring_curve,
-    settle,
-)
 
-NO_SELECTION = "Select a process to see its memory over time"
 # What a cell typically says, per column but the last (Command, which takes the rest): the
 # default widths show these whole, and each header beside its sort arrow when sorted.
 COLUMN_SAMPLES = ("4194304", "username", "gnome-shell", "0", "88.8 GiB", "probe · 88.8 GiB",
@@ -111,34 +95,13 @@ class ProcessPanel(QWidget):
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.selectionModel().selectionChanged.connect(self._selected)
 
-        self.detail_title = TextLines()
-        self.detail_title.set(NO_SELECTION)
-        self.detail_plot = pg.PlotWidget(axisItems=fast_axes())
-        self.detail_plot.setMenuEnabled(False)
-        self.detail_plot.hideButtons()
-        self.detail_plot.setMouseEnabled(x=False, y=False)
-        self.detail_plot.setMinimumHeight(90)
-        quiet_hidden_axes(self.detail_plot)
-        self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
-        self.alloc_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
-        self.detail_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
-        self.detail_plot.addItem(self.alloc_curve)
-        self.detail_plot.addItem(self.detail_curve)
-        self._styled: tuple | None = None    # (unit name, pid, colour) the plot is set up for
-        self._y_range = StickyRange()
-        self._y_set: tuple[float, float] | None = None   # the y range the plot shows
-        self._peak: float | None = None      # where the predicted-peak line is, if shown
-        self.detail_plot.disableAutoRange(axis="y")
-        self.detail_plot.getViewBox().sigResized.connect(lambda *_: self._fit_y())
-        self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
-                                                               style=Qt.PenStyle.DashLine),
-                                         label="predicted peak",
-                                         labelOpts={"position": 0.02,
-                                                    "color": theme.UNEXPLAINED_COLOR,
-                                                    "anchors": [(0, 1), (0, 1)]})
-        self.detail_plot.addItem(self.peak_line)
-        cache_text_items(self.detail_plot)        # the line's label too, while it is in
-        self._show_peak(None)
+        self.detail = ProcessPlot(history, self.probe_history)
+        # its parts, as the window and its checks know them
+        self.detail_title = self.detail.detail_title
+        self.detail_plot = self.detail.detail_plot
+        self.detail_curve = self.detail.detail_curve
+        self.alloc_curve = self.detail.alloc_curve
+        self.peak_line = self.detail.peak_line
 
         self.copy_action = QAction("Copy command line", self)
         self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
@@ -163,16 +126,10 @@ class ProcessPanel(QWidget):
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addLayout(head)
         top_layout.addWidget(self.table)
-        bottom = QWidget()
-        bottom_layout = QVBoxLayout(bottom)
-        bottom_layout.setContentsMargins(0, 0, 0, 0)
-        bottom_layout.setSpacing(2)
-        bottom_layout.addWidget(self.detail_title)
-        bottom_layout.addWidget(self.detail_plot)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setObjectName("processSplitter")
         self.splitter.addWidget(top)
-        self.splitter.addWidget(bottom)
+        self.splitter.addWidget(self.detail)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([600, 200])
@@ -224,11 +181,7 @@ class ProcessPanel(QWidget):
         self._refresh_detail()
 
     def restyle(self) -> None:
-        restyle_plot(self.detail_plot)
-        c = theme.colors()
-        # opaque: a new figure in the title repaints the title alone, not the panels under it
-        self.detail_title.set_colors(QColor(c.muted), QColor(c.window))
-        self._styled = None
+        self.detail.restyle()
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
@@ -277,104 +230,10 @@ class ProcessPanel(QWidget):
         key = self.selected_key()
         p = None if key is None else self.model.sample(key)
         if key is None or p is None:
-            self.detail_title.set(NO_SELECTION)
-            self.detail_curve.setData([], [])
-            self.alloc_curve.setData([], [])
-            self._show_peak(None)
-            if self.history.latest is not None:
-                now = self.history.latest.timestamp_s
-                self.detail_plot.setXRange(now - self.window_s, now, padding=0)
+            self.detail.show_none(self.window_s)
             return
-        name, scale = byte_unit(self.units)
-        budget = self.model.budget(key)
-        gone = self.model.exited_row(key)
-        held = format_bytes(p.used_bytes, self.units)
-        title = [Run(p.name or "?", bold=True),
-                 Run(f" (pid {p.pid}, GPU {p.gpu_index}) · " + (
-                     held if gone is None else
-                     f"exited {gone.clock}, holding {held} when last seen"))]
-        if budget is not None:
-            title.append(Run(f" · predicted peak {format_bytes(budget, self.units)}"))
-        report = self.model.probe(key)
-        alloc_ring = None if report is None else self.probe_history.ring(p.pid)
-        if report is not None and report.allocator is not None:
-            color = theme.process_color(p.pid).darker(140).name()
-            title += [Run(" · "), Run("╌ allocated "
-                      f"{format_bytes(report.allocator.allocated_bytes, self.units)}", color),
-                      Run(" (probe)")]
-        self.detail_title.set_runs(title)
-        self._style_detail(name, p.pid)
-        ring = self.history.process(*key)
-        snap = self.history.latest
-        shown: list[np.ndarray] = []
-        if ring is not None and snap is not None:
-            now = snap.timestamp_s
-            pixels = max(200, self.detail_plot.width())
-            x, y = ring_curve(ring, "used_bytes", now - self.window_s, now, pixels, scale)
-            self.detail_curve.setData(x, y, connect="finite")
-            shown.append(y)
-            if alloc_ring is not None:
-                x, y = ring_curve(alloc_ring, "allocated_bytes", now - self.window_s, now,
-                                  pixels, scale)
-                self.alloc_curve.setData(x, y, connect="finite")
-                shown.append(y)
-        if alloc_ring is None:
-            self.alloc_curve.setData([], [])
-        if snap is not None:
-            self.detail_plot.setXRange(snap.timestamp_s - self.window_s, snap.timestamp_s,
-                                       padding=0)
-        self._show_peak(None if budget is None else budget / scale)
-        if budget is not None:
-            shown.append(np.array([budget / scale]))
-        if self._y_range.fit(*bounds(*shown)) is not None or budget is not None:
-            self._fit_y()
-        settle(self.detail_plot)
-
-    def _fit_y(self) -> None:
-        """The fitted range, raised where the predicted-peak line needs room above it for
-        its label (the plot's edge would cut it)."""
-        fitted = self._y_range.shown
-        if fitted is None:
-            return
-        low, top = fitted
-        peak = self._peak
-        if peak is not None:
-            room, _ = label_px()
-            top = top_with_room(low, peak, top, self.detail_plot.getViewBox().height(), room)
-        if (low, top) != self._y_set:
-            self._y_set = (low, top)
-            self.detail_plot.setYRange(low, top, padding=0)
-
-    def _show_peak(self, value: float | None) -> None:
-        """The predicted-peak line at ``value``, or out of the plot: a line in the plot
-        moves its label on every change of the view (each second), shown or not."""
-        self._peak = value
-        line = self.peak_line
-        attached = line.scene() is not None
-        if value is None:
-            if attached:
-                self.detail_plot.removeItem(line)
-            line.hide()
-            return
-        line.setPos(value)
-        if not attached:
-            self.detail_plot.addItem(line)
-        line.show()
-
-    def _style_detail(self, unit_name: str, pid: int) -> None:
-        """Axis label and pens, set only when they change: pyqtgraph re-lays out an axis
-        label and invalidates the curve on every call, even with the same values."""
-        color = theme.process_color(pid)
-        style = (unit_name, pid, color.rgba())
-        if style == self._styled:
-            return
-        if style[:2] != (self._styled or ())[:2]:
-            self._y_range = StickyRange()     # another process, or unit: fit it afresh
-        self._styled = style
-        self.detail_plot.setLabel("left", unit_name)
-        self.detail_curve.setPen(pg.mkPen(color, width=1))
-        self.alloc_curve.setPen(pg.mkPen(color.darker(140), width=1,
-                                         style=Qt.PenStyle.DashLine))
+        self.detail.show_process(key, p, self.model.budget(key), self.model.exited_row(key),
+                                 self.model.probe(key), self.units, self.window_s)
 
     # actions -------------------------------------------------------------------------
     def _emit_for_selected(self, sig: Signal) -> None:
