@@ -84,7 +84,12 @@ class SortHeader(QHeaderView):
         sorted_.sortIndicator = QStyleOptionHeader.SortIndicator.SortDown
         size = self.style().subElementRect(QStyle.SubElement.SE_HeaderArrow, sorted_,
                                            self).size()
-        return size if size.width() > 0 and size.height() > 0 else QSize(8, 8)
+        # an arrow about half the text's height; a style that answers with something else
+        # (older Qt gives the whole section here) gets that size instead
+        side = max(7, QFontMetrics(self.font()).height() // 2)
+        if not (0 < size.width() <= 2 * side and 0 < size.height() <= 2 * side):
+            return QSize(side, side)
+        return size
 
     def arrow_rect(self, logical: int, rect: QRect | None = None) -> QRect | None:
         """Where section ``logical``'s sort arrow is drawn, or None (not sorted by it)."""
