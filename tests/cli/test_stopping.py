@@ -78,7 +78,9 @@ def test_record_finishes_its_session_on_a_stop_signal(tmp_path, sig):
 def test_the_window_finishes_its_session_on_sigterm(tmp_path):
     data = tmp_path / "data"
     proc = _gpuwatch("gui", "--demo", "oom-ramp", "--interval", "0.1", "--time-scale", "10",
-                     env_extra={"GPUWATCH_DATA_DIR": str(data)})
+                     env_extra={"GPUWATCH_DATA_DIR": str(data),
+                                # the window saves its settings: never into the user's
+                                "XDG_CONFIG_HOME": str(tmp_path / "config")})
     sessions = data / "sessions"
 
     def session() -> Path | None:
