@@ -155,6 +155,7 @@ def launch(opts: LaunchOptions) -> int:
         prefs.theme = opts.theme
         settings.set_preferences(prefs)
     window = MainWindow(settings, banner, fallback)
+    window.rest_when_hidden = True      # no drawing while in the tray or minimised
     interval = opts.interval_s or window.prefs.interval_s
     if opts.interval_s:
         window.prefs.interval_s = opts.interval_s

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import QSize, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -79,6 +79,8 @@ class MainWindow(QMainWindow):
         self.overlays: dict[Key, Overlay] = {}         # linked budgets
         self.probe_overlays: dict[Key, Overlay] = {}   # probed processes without one
         self.samples = 0
+        self.rest_when_hidden = False    # see on_snapshots; off for grabbed-only windows
+        self._stale = False
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
@@ -151,7 +153,9 @@ class MainWindow(QMainWindow):
     # feeding --------------------------------------------------------------------------
     @Slot(object)
     def on_snapshots(self, snaps: Sequence[Snapshot]) -> None:
-        """Append every snapshot to the history, then redraw once for the newest."""
+        """Append every snapshot to the history, then redraw once for the newest. Out of
+        sight (in the tray, minimised) with ``rest_when_hidden``, the history, the table's
+        bookkeeping and the advisor still run, but nothing is drawn until it is seen."""
         if not snaps:
             return
         for i, snap in enumerate(snaps, 1 - len(snaps)):
@@ -161,8 +165,20 @@ class MainWindow(QMainWindow):
             if i:     # not the newest: the table notes only who left in it
                 self.processes.model.pass_snapshot(snap)
         self.samples += len(snaps)
-        self.refresh()
+        if self.rest_when_hidden and self.out_of_sight():
+            self.processes.model.pass_snapshot(snaps[-1])
+            self._stale = True
+        else:
+            self.refresh()
         self.hint_source.flush()
+
+    def out_of_sight(self) -> bool:
+        return not self.isVisible() or self.isMinimized()
+
+    def _catch_up(self) -> None:
+        if self._stale and not self.out_of_sight():
+            self._stale = False
+            self.refresh()
 
     def on_snapshot(self, snap: Snapshot) -> None:
         self.on_snapshots([snap])
@@ -425,6 +441,12 @@ class MainWindow(QMainWindow):
         super().showEvent(event)  # type: ignore[arg-type]
         if self.settings.state("splitter_main") is None:
             self.fit_cards()
+        self._catch_up()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.WindowStateChange:     # restored from minimised
+            self._catch_up()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()

@@ -1,0 +1,51 @@
+"""A live window out of sight (in the tray, minimised) keeps its history and advisor but
+draws nothing until it is seen again, and then shows the newest sample."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import sample_at
+
+
+def _drawn(window, monkeypatch) -> list[int]:
+    calls: list[int] = []
+    original = window.plots.refresh
+
+    def spy(*args, **kwargs):
+        calls.append(window.samples)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(window.plots, "refresh", spy)
+    return calls
+
+
+def test_an_unseen_window_samples_but_does_not_draw(make_window, scenario, qtbot, monkeypatch):
+    window = make_window()
+    window.rest_when_hidden = True
+    backend = scenario("oom-ramp")
+    window.show()
+    qtbot.waitExposed(window)
+    drawn = _drawn(window, monkeypatch)
+    window.on_snapshots([sample_at(backend, 10)])
+    assert drawn == [1]
+    window.hide()
+    for t in (11, 12, 13):
+        window.on_snapshots([sample_at(backend, t)])
+    assert drawn == [1]                                  # nothing drawn while hidden
+    assert window.samples == 4 and len(window.history.gpu(0).column("used_bytes")) == 4
+    window.show()
+    qtbot.waitExposed(window)
+    assert drawn == [1, 4]                               # caught up once, on the newest
+    window.showMinimized()
+    qtbot.waitUntil(window.isMinimized)
+    window.on_snapshots([sample_at(backend, 14)])
+    assert drawn == [1, 4]
+    window.showNormal()
+    qtbot.waitUntil(lambda: not window.isMinimized())
+    assert drawn == [1, 4, 5]
+
+
+def test_a_window_that_is_only_grabbed_still_draws(make_window, scenario, monkeypatch):
+    window = make_window()                 # screenshots and tests: never shown
+    drawn = _drawn(window, monkeypatch)
+    window.on_snapshots([sample_at(scenario("workstation"), 10)])
+    assert drawn == [1]
