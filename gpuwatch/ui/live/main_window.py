@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -42,11 +42,12 @@ from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.text_lines import TextLines
-from gpuwatch.ui.settings import PLOT_WINDOWS_S, Preferences, Settings
+from gpuwatch.ui.live.window_menus import build_menus
+from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
-from gpuwatch.ui.shortcuts import SHORTCUTS, shortcuts_html
+from gpuwatch.ui.shortcuts import shortcuts_html
 from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.plots import WINDOW_LABELS, TimePlots
+from gpuwatch.ui.widgets.plots import TimePlots
 
 TABS = ("Processes", "Budget", "Advisor")
 DEFAULT_SIZE = QSize(1500, 950)
@@ -145,7 +146,7 @@ class MainWindow(QMainWindow):
         self.plots.window_changed.connect(self._window_changed)
         self.hint_source = WindowAdvisor(self)
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
-        self._build_menus()
+        build_menus(self, TABS)
         self._restore()
         self.apply_preferences(self.prefs, initial=True)
         self.processes.fit_columns(keep_widths=settings.state("process_header") is not None)
@@ -354,40 +355,7 @@ class MainWindow(QMainWindow):
         self.status_backend.setText(text)
         self.status_interval.setText(f"every {self.prefs.interval_s:g} s")
 
-    # menus and shortcuts ------------------------------------------------------------------
-    def _action(self, menu, text: str, slot, shortcut: str | None = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        file = bar.addMenu("&File")
-        self._action(file, "Save screenshot…", self._save_screenshot, SHORTCUTS["screenshot"])
-        self._action(file, "Settings…", self.open_settings, SHORTCUTS["settings"])
-        file.addSeparator()
-        self._action(file, "Quit", self.quit, SHORTCUTS["quit"])
-        view = bar.addMenu("&View")
-        self._action(view, "Pause / live", self.plots.toggle_pause, SHORTCUTS["pause"])
-        for i, seconds in enumerate(PLOT_WINDOWS_S, start=1):
-            self._action(view, f"Last {WINDOW_LABELS[seconds]}",
-                         lambda _=False, s=seconds: self.plots.set_window(s), str(i))
-        view.addSeparator()
-        for i, name in enumerate(TABS):
-            self._action(view, name, lambda _=False, i=i: self.tabs.setCurrentIndex(i),
-                         f"Ctrl+{i + 1}")
-        self._action(view, "Filter processes", self._focus_filter, SHORTCUTS["filter"])
-        proc = bar.addMenu("&Process")
-        proc.addAction(self.processes.copy_action)
-        proc.addAction(self.processes.link_action)
-        proc.addAction(self.processes.unlink_action)
-        proc.addAction(self.processes.terminate_action)
-        help_ = bar.addMenu("&Help")
-        self._action(help_, "Keyboard shortcuts", self._show_shortcuts, SHORTCUTS["help"])
-
+    # menus and shortcuts (built by window_menus) --------------------------------------
     def quit(self) -> None:
         self.quit_requested.emit()
         self.close()

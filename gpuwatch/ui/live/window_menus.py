@@ -1,0 +1,51 @@
+"""The main window's menu bar: File, View, Process and Help, with their shortcuts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
+
+from gpuwatch.ui.settings import PLOT_WINDOWS_S
+from gpuwatch.ui.shortcuts import SHORTCUTS
+from gpuwatch.ui.widgets.plots import WINDOW_LABELS
+
+if TYPE_CHECKING:
+    from gpuwatch.ui.live.main_window import MainWindow
+
+
+def add_action(menu: QMenu, window: MainWindow, text: str, slot: Callable,
+               shortcut: str | None = None) -> QAction:
+    action = QAction(text, window)
+    if shortcut:
+        action.setShortcut(QKeySequence(shortcut))
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
+def build_menus(w: MainWindow, tabs: Sequence[str]) -> None:
+    bar = w.menuBar()
+    file = bar.addMenu("&File")
+    add_action(file, w, "Save screenshot…", w._save_screenshot, SHORTCUTS["screenshot"])
+    add_action(file, w, "Settings…", w.open_settings, SHORTCUTS["settings"])
+    file.addSeparator()
+    add_action(file, w, "Quit", w.quit, SHORTCUTS["quit"])
+    view = bar.addMenu("&View")
+    add_action(view, w, "Pause / live", w.plots.toggle_pause, SHORTCUTS["pause"])
+    for i, seconds in enumerate(PLOT_WINDOWS_S, start=1):
+        add_action(view, w, f"Last {WINDOW_LABELS[seconds]}",
+                   lambda _=False, s=seconds: w.plots.set_window(s), str(i))
+    view.addSeparator()
+    for i, name in enumerate(tabs):
+        add_action(view, w, name, lambda _=False, i=i: w.tabs.setCurrentIndex(i),
+                   f"Ctrl+{i + 1}")
+    add_action(view, w, "Filter processes", w._focus_filter, SHORTCUTS["filter"])
+    proc = bar.addMenu("&Process")
+    for action in (w.processes.copy_action, w.processes.link_action,
+                   w.processes.unlink_action, w.processes.terminate_action):
+        proc.addAction(action)
+    help_ = bar.addMenu("&Help")
+    add_action(help_, w, "Keyboard shortcuts", w._show_shortcuts, SHORTCUTS["help"])
