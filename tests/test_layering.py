@@ -17,6 +17,7 @@ RESTRICTED = {
     "pynvml": ("telemetry/nvml/", "telemetry/sim/"),
     "psutil": ("telemetry/host.py",),
     "torch": ("probe/",),
+    "prometheus_client": ("exporter/",),
 }
 # package -> gpuwatch packages it may import
 ALLOWED_INTERNAL = {
@@ -26,6 +27,8 @@ ALLOWED_INTERNAL = {
     "advisor": {"core", "budget", "advisor"},
     "sessions": {"core", "budget", "advisor", "sessions"},
     "probe": {"core", "budget", "probe"},
+    "plan": {"core", "budget", "plan"},
+    "exporter": {"core", "budget", "telemetry", "advisor", "exporter"},
 }
 
 
