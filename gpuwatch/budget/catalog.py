@@ -116,12 +116,12 @@ CNN_NAMES = (
     "sd15-unet",
 )
 
+# Exact other names of the same checkpoint only: a different release (Llama 3 for 3.1)
+# is never mapped silently; a near miss gets a "did you mean" instead.
 ALIASES = {
     "gpt2-small": "gpt2",
     "bert-base-uncased": "bert-base",
     "bert-large-uncased": "bert-large",
-    "llama-3-8b": "llama-3.1-8b",
-    "llama-3-70b": "llama-3.1-70b",
     "vit-b/16": "vit-b-16",
     "vit-base": "vit-b-16",
     "resnet18": "resnet-18",
@@ -158,6 +158,39 @@ def lookup_model(name: str, image: tuple[int, int] | None = None) -> Transformer
         from gpuwatch.budget.cnn import build_cnn
 
         return build_cnn(key, image)
+    close = suggest_models(name)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise BudgetError(
-        "--model", f"unknown model {shown(name)}; known models: {', '.join(model_names())}."
+        "--model",
+        f"unknown model {shown(name)}; {hint}known models: {', '.join(model_names())}.",
     )
+
+
+def _squeezed(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def suggest_models(name: str, limit: int = 2) -> tuple[str, ...]:
+    """Catalog names close to ``name``: ``llama3-8b`` → ``llama-3.1-8b``, ``bert`` →
+    ``bert-base`` and ``bert-large``; only the best few, never the whole catalog."""
+    from difflib import SequenceMatcher
+
+    names = {_squeezed(n): n for n in model_names()}
+    names.update({_squeezed(a): t for a, t in ALIASES.items()})
+    key = _squeezed(name[:200])
+    if not key:
+        return ()
+    starts = sorted({t for k, t in names.items() if k.startswith(key)})
+    if 1 <= len(starts) <= limit:
+        return tuple(starts)
+    scored = sorted(
+        ((SequenceMatcher(None, key, k).ratio(), t) for k, t in names.items()), reverse=True
+    )
+    best = scored[0][0]
+    out: list[str] = []
+    for ratio, target in scored:
+        if ratio < max(0.75, best - 0.04) or len(out) == limit:
+            break
+        if target not in out:
+            out.append(target)
+    return tuple(out)

@@ -24,7 +24,7 @@ from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import live_layer_bytes, model_states
-from gpuwatch.budget.workload import Setup, Workload
+from gpuwatch.budget.workload import Setup, Workload, default_precision
 from gpuwatch.core.units import format_bytes
 
 MIB = 1024**2
@@ -251,10 +251,14 @@ def check_consistent(spec: ModelSpec, wl: Workload, setup: Setup) -> None:
 
 
 def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) -> Estimate:
-    """The memory budget of ``spec`` under ``workload`` and ``setup`` (default: amp-bf16, AdamW)."""
+    """The memory budget of ``spec`` under ``workload`` and ``setup``.
+
+    Without a setup: AdamW, and the precision people run in the mode
+    (:data:`gpuwatch.budget.workload.DEFAULT_PRECISION`: amp-bf16 to train, bf16 to infer).
+    """
     from gpuwatch.budget.explain import explain
 
-    setup = setup or Setup()
+    setup = setup or Setup(precision=default_precision(workload.mode))
     check_consistent(spec, workload, setup)
     p = get_precision(setup.precision)
     opt = get_optimizer(setup.optimizer)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuwatch.budget.counts import format_count
 from gpuwatch.budget.precision import OptimizerInfo, Precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.core.units import format_bytes
@@ -12,11 +13,7 @@ if TYPE_CHECKING:
     from gpuwatch.budget.estimator import Estimate
 
 
-def _num(n: float) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.2f}{unit}"
-    return str(int(n))
+_num = format_count
 
 
 def _sharding(est: Estimate, what: str) -> str:

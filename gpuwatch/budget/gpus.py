@@ -42,10 +42,9 @@ GPUS: tuple[GpuInfo, ...] = (
     GpuInfo("MI300X", 192 * GIB, int(5.3 * TB_S), "AMD"),
 )
 
+# Other spellings of one card. A family name sold in several memory sizes (A100, V100)
+# is not an alias: it is refused with the choices, because the sizes differ 2×.
 _ALIASES = {
-    "A100": "A100-80GB",
-    "H100": "H100-80GB",
-    "V100": "V100-32GB",
     "4090": "RTX-4090",
     "3090": "RTX-3090",
     "5090": "RTX-5090",
@@ -57,12 +56,31 @@ def _key(name: str) -> str:
     return name.strip().upper().replace(" ", "-").replace("_", "-").removeprefix("NVIDIA-")
 
 
-def lookup_gpu(name: str) -> GpuInfo:
+def gpu_choices(name: str) -> tuple[GpuInfo, ...]:
+    """The catalog GPUs ``name`` may mean: one for an exact name or alias, several for a
+    family sold in several memory sizes (``A100`` → A100-40GB and A100-80GB), none."""
     key = _key(name)
     key = {_key(k): v for k, v in _ALIASES.items()}.get(key, key)
     for gpu in GPUS:
         if _key(gpu.name) == key or _key(gpu.name).replace("RTX-", "") == key:
-            return gpu
+            return (gpu,)
+    return tuple(
+        g for g in GPUS
+        if key and (_key(g.name).startswith(key + "-")
+                    or _key(g.name).replace("RTX-", "").startswith(key + "-"))
+    )
+
+
+def lookup_gpu(name: str) -> GpuInfo:
+    """A catalog GPU by name; an ambiguous family name is refused with its choices."""
+    found = gpu_choices(name)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise BudgetError(
+            "--gpu", f"GPU {shown(name)} is ambiguous: use one of "
+                     f"{', '.join(g.name for g in found)}."
+        )
     raise BudgetError(
         "--gpu", f"unknown GPU {shown(name)}; known GPUs: {', '.join(g.name for g in GPUS)}."
     )

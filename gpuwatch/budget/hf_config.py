@@ -23,6 +23,7 @@ from gpuwatch.budget.bounds import (
     MAX_VOCAB,
     bound_text,
 )
+from gpuwatch.budget.counts import format_count
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.core.units import shown
@@ -260,11 +261,15 @@ def spec_from_params(params: float, vocab: int = 32000) -> TransformerSpec:
             layers += 1
         else:
             break
+    name = f"{format_count(total)} params"
     if shape_params(1) > total:  # tiny models: a single narrow layer
-        spec = TransformerSpec(f"{total:,} params", 1, 64, 1, 0, bias=False, approx_params=True)
+        spec = TransformerSpec(name, 1, 64, 1, 0, bias=False, approx_params=True)
+        if spec.params > total:  # smaller than any shape: the count alone
+            return TransformerSpec(name, 1, 64, 1, 0, bias=False, approx_params=True,
+                                   extra_params=total, count_only=True)
     else:
         spec = TransformerSpec(
-            f"{params / 1e9:.3g}B params",
+            name,
             layers,
             128 * layers,
             layers,

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuwatch.budget.counts import format_count
 from gpuwatch.budget.estimator import CATEGORIES, Estimate
 from gpuwatch.budget.fit import GpuFit
+from gpuwatch.budget.gpus import GpuInfo
 from gpuwatch.budget.levers import WhatIf
+from gpuwatch.budget.precision import PRECISIONS
+from gpuwatch.budget.workload import default_precision
 from gpuwatch.core.units import format_bytes
 
 SCHEMA = "gpuwatch.estimate/1"
@@ -54,6 +58,28 @@ def inputs_dict(est: Estimate) -> dict[str, Any]:
     }
 
 
+_INFER_REGIME = {
+    "fp32": "fp32 weights and activations",
+    "amp-bf16": "fp32 weights, torch autocast bf16 compute",
+    "amp-fp16": "fp32 weights, torch autocast fp16 compute",
+    "mixed-bf16": "bf16 weights and activations",
+    "mixed-fp16": "fp16 weights and activations",
+    "bf16": "bf16 weights and activations",
+    "fp16": "fp16 weights and activations",
+}
+
+
+def regime_line(est: Estimate) -> str:
+    """The precision regime in words, and whether it is the mode's default."""
+    name, mode = est.setup.precision, est.workload.mode
+    regime = PRECISIONS[name].description if name in PRECISIONS else name
+    if mode == "infer" and name in _INFER_REGIME:
+        regime = _INFER_REGIME[name]
+    why = (f"the default for --mode {mode}; --precision changes it"
+           if name == default_precision(mode) else "as given")
+    return f"precision {name}: {regime} ({why})"
+
+
 def to_json(
     est: Estimate,
     capacity_bytes: int | None,
@@ -61,10 +87,14 @@ def to_json(
     max_seq: int | None,
     what_if: tuple[WhatIf, ...],
     fit: tuple[GpuFit, ...] | None = None,
+    gpu: GpuInfo | None = None,
 ) -> dict[str, Any]:
+    """The JSON document; ``gpu`` names the catalog GPU the capacity came from."""
+    inputs = inputs_dict(est)
+    inputs["gpu"] = gpu.name if gpu is not None else None
     doc: dict[str, Any] = {
         "schema": SCHEMA,
-        "inputs": inputs_dict(est),
+        "inputs": inputs,
         "breakdown_bytes": est.breakdown.as_dict(),
         "formulas": dict(est.formulas),
         "overlap_bytes": est.overlap_bytes,
@@ -105,15 +135,22 @@ def to_table(
     max_seq: int | None,
     what_if: tuple[WhatIf, ...],
     fit: tuple[GpuFit, ...] | None = None,
+    gpu: GpuInfo | None = None,
 ) -> str:
+    """The table; ``gpu`` names the catalog GPU the capacity came from."""
     wl, s = est.workload, est.setup
+    count = f"{format_count(est.params)} params"
+    name = est.model if est.model == count else f"{est.model}: {count}"  # a bare --params
     head = (
-        f"{est.model}: {est.params / 1e9:.3g}B params, {wl.mode}, batch {wl.batch}, "
+        f"{name}, {wl.mode}, batch {wl.batch}, "
         + (f"image {wl.image[0]}x{wl.image[1]}, " if wl.image else f"seq {wl.seq}, ")
         + f"{s.precision}"
         + (f", {s.optimizer}" if wl.mode == "train" else "")
     )
-    lines = [head, "", f"{'category':<20}{'per GPU':>12}  how"]
+    lines = [head, regime_line(est)]
+    if gpu is not None:
+        lines.append(f"GPU: {gpu.name}, {_gib(gpu.memory_bytes)}")
+    lines += ["", f"{'category':<20}{'per GPU':>12}  how"]
     for cat in CATEGORIES:
         lines.append(
             f"{LABELS[cat]:<20}{_gib(est.breakdown.as_dict()[cat]):>12}  {est.formula(cat)}"
@@ -126,10 +163,13 @@ def to_table(
     lines.append(f"{'total':<20}{_gib(est.total_bytes):>12}  peak per GPU")
     if capacity_bytes is not None:
         room = capacity_bytes - est.total_bytes
+        where = f"{gpu.name} ({_gib(capacity_bytes)})" if gpu is not None else _gib(
+            capacity_bytes
+        )
         verdict = (
-            f"fits in {_gib(capacity_bytes)}: {_gib(room)} headroom"
+            f"fits in {where}: {_gib(room)} headroom"
             if room >= 0
-            else f"does NOT fit in {_gib(capacity_bytes)}: {_gib(-room)} over"
+            else f"does NOT fit in {where}: {_gib(-room)} over"
         )
         lines += ["", verdict]
         if max_batch is not None:

@@ -87,6 +87,9 @@ class TransformerSpec:
     relative_buckets: int = 0
     approx_params: bool = field(default=False, compare=False)
     extra_params: int = 0  # parameters not placed in the shape (a bare count's remainder)
+    # a count too small for any shape: the parameters are ``extra_params`` alone, and
+    # the dimensions only size the (tiny) activations
+    count_only: bool = False
 
     def __post_init__(self) -> None:
         for name, low, high in (
@@ -180,6 +183,8 @@ class TransformerSpec:
         return [ParamGroup("norm", self.hidden * per, 1, n, "norm", per_layer)] if n else []
 
     def param_groups(self) -> tuple[ParamGroup, ...]:
+        if self.count_only:
+            return (ParamGroup("unassigned", self.extra_params, 1, 1, "linear", True),)
         h, V, L = self.hidden, self.vocab, self.layers
         g: list[ParamGroup] = []
         if self.arch == "vit":

@@ -23,7 +23,37 @@ from gpuwatch.core.units import MAX_SIZE_BYTES, MAX_SIZE_TEXT, shown
 
 Mode = Literal["train", "infer"]
 CHECKPOINTING = ("none", "selective", "full")
+# What people run when they do not say: training with torch autocast over fp32 weights
+# (Hugging Face Trainer's ``bf16=True``, Lightning's ``bf16-mixed``); inference with the
+# 16-bit weights checkpoints ship in (``torch_dtype=torch.bfloat16``, vLLM, TGI).
+DEFAULT_PRECISION: dict[str, str] = {"train": "amp-bf16", "infer": "bf16"}
+
+
+def default_precision(mode: str) -> str:
+    """The precision regime assumed for ``mode`` when none is given."""
+    return DEFAULT_PRECISION.get(mode, DEFAULT_PRECISION["train"])
 OFFLOAD = (None, "optimizer", "params")
+
+
+LORA_PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")
+_LORA_SETS = {"all-linear": LORA_PROJECTIONS, "all": LORA_PROJECTIONS, "qv": ("q", "v"),
+              "attention": ("q", "k", "v", "o"), "mlp": ("gate", "up", "down")}
+
+
+def lora_target_set(text: str) -> frozenset[str]:
+    """``q,v`` / ``all-linear`` / ``attention`` / ``mlp`` / a comma list → projection names."""
+    key = str(text).strip().lower().replace("_proj", "")
+    if key in _LORA_SETS:
+        return frozenset(_LORA_SETS[key])
+    names = [n.strip().removesuffix("_proj") for n in key[:200].split(",") if n.strip()]
+    bad = [n for n in names if n not in LORA_PROJECTIONS]
+    if bad or not names:
+        raise BudgetError(
+            "--lora-targets",
+            f"unknown LoRA target {shown(bad[0] if bad else text)}; use all-linear, "
+            f"attention, mlp or a comma list of {', '.join(LORA_PROJECTIONS)}.",
+        )
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
@@ -70,6 +100,13 @@ class Setup:
     ``dropout_mask_bytes`` is 1 for CUDA's fused dropout (a bool mask); a CPU run
     keeps the mask in the activation dtype.
 
+    ``foreach_optimizer`` is PyTorch's default multi-tensor step (one more state-sized
+    temporary); False is a fused or per-tensor step. ``lora_targets`` names the
+    projections that get adapters: ``q,v`` (PEFT's default), ``all-linear``, or a
+    comma list of q, k, v, o, gate, up, down. ``keep_logits`` is a training loop that
+    holds the model's output (b·s·V logits) through backward; the default loop keeps
+    only ``.loss``, as Hugging Face's Trainer does, so the logits are freed first.
+
     ``flash_attention`` defaults to True: PyTorch ≥ 2.0 ``scaled_dot_product_attention``
     (and Hugging Face transformers ≥ 4.36, which uses it by default) runs fused flash /
     memory-efficient kernels that keep no a·s² score matrix. Every estimate with
@@ -93,6 +130,8 @@ class Setup:
     teacher: ModelSpec | None = None
     dropout_mask_bytes: float = 1.0
     foreach_optimizer: bool = True
+    lora_targets: str = "q,v"
+    keep_logits: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -116,6 +155,11 @@ class Setup:
         if self.offload == "params" and self.zero != 3:
             raise BudgetError("--offload", "offloading parameters needs ZeRO stage 3 (--zero 3).")
         check_int(self.lora_rank, "--lora", 0, MAX_LORA_RANK, "LoRA rank")
+        lora_target_set(self.lora_targets)
+        if not (isinstance(self.dropout_mask_bytes, (int, float))
+                and 0 <= self.dropout_mask_bytes <= 8):
+            raise BudgetError("--dropout-mask-bytes", "a dropout mask element takes 0 to 8 "
+                                                      f"bytes, not {self.dropout_mask_bytes!r}.")
         if not 0.0 <= self.sparsity < 1.0:  # NaN included
             raise BudgetError(
                 "--sparsity", f"sparsity must be a fraction in [0, 1), not {self.sparsity}."

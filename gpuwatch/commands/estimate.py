@@ -53,6 +53,7 @@ from gpuwatch.budget.bounds import (
     finite_number,
     whole_number,
 )
+from gpuwatch.budget.workload import default_precision
 from gpuwatch.commands.estimate_args import add_estimate_parser as add_estimate_parser
 from gpuwatch.core.small_files import SmallFileError, path_text, read_small_file
 from gpuwatch.core.units import UnitError, parse_size, shown
@@ -197,7 +198,7 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         raise BudgetError("--overhead", f"--overhead must be auto or a size: {e}.") from None
     teacher = lookup_model(args.teacher, wl.image) if args.teacher else None
     setup = Setup(
-        precision=args.precision.lower(),
+        precision=(args.precision or default_precision(wl.mode)).lower(),
         optimizer=args.optimizer.lower().replace("-", ""),
         checkpointing=args.checkpointing,
         flash_attention=args.flash_attention,
@@ -208,6 +209,10 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         sequence_parallel=args.sequence_parallel,
         offload=args.offload,
         lora_rank=_int(args.lora, "--lora", 0, MAX_LORA_RANK),
+        lora_targets=args.lora_targets,
+        keep_logits=args.keep_logits,
+        foreach_optimizer=_optimizer_step(args.optimizer_step),
+        dropout_mask_bytes=_float(args.dropout_mask_bytes, "--dropout-mask-bytes"),
         sparsity=_float(args.sparsity, "--sparsity"),
         kv_precision=args.kv_precision,
         overhead_bytes=overhead,
@@ -228,9 +233,18 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
     return spec, wl, setup, capacity
 
 
+def _optimizer_step(text: str) -> bool:
+    key = str(text).strip().lower().replace("_", "-")
+    if key not in ("foreach", "fused"):
+        raise BudgetError("--optimizer-step", f"--optimizer-step must be foreach or fused, "
+                                              f"not {shown(text)}.")
+    return key == "foreach"
+
+
 def compute(args: argparse.Namespace) -> dict[str, Any] | str:
     """The command's whole work without printing: the JSON document or the table text."""
     spec, wl, setup, capacity = build(args)
+    gpu = lookup_gpu(args.gpu) if args.gpu else None
     est = estimate(spec, wl, setup)
     mb = ms = None
     if capacity is not None:
@@ -239,8 +253,8 @@ def compute(args: argparse.Namespace) -> dict[str, Any] | str:
     levers = what_if(spec, est)
     fit = fit_table(spec, est) if args.fit else None
     if args.json:
-        return to_json(est, capacity, mb, ms, levers, fit)
-    return to_table(est, capacity, mb, ms, levers, fit)
+        return to_json(est, capacity, mb, ms, levers, fit, gpu=gpu)
+    return to_table(est, capacity, mb, ms, levers, fit, gpu=gpu)
 
 
 def run_estimate(args: argparse.Namespace) -> int:

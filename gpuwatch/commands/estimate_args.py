@@ -26,6 +26,7 @@ from gpuwatch.budget.bounds import (
 from gpuwatch.budget.catalog import model_names
 from gpuwatch.budget.gpus import GPUS
 from gpuwatch.budget.precision import OPTIMIZERS, PRECISIONS
+from gpuwatch.budget.workload import DEFAULT_PRECISION
 from gpuwatch.commands import summary
 from gpuwatch.commands.parsing import HelpFormatter, describe
 
@@ -92,11 +93,18 @@ def declare(p: argparse.ArgumentParser) -> None:
                    help=f"inference: KV-cache length in tokens, 1 to {MAX_SEQ:,} "
                         "(default: --seq)")
     s = p.add_argument_group("setup")
-    s.add_argument("--precision", default="amp-bf16", metavar="NAME",
+    s.add_argument("--precision", metavar="NAME",
                    help=f"number formats of weights and compute: {', '.join(PRECISIONS)} "
-                        "(default %(default)s)")
+                        f"(default: {DEFAULT_PRECISION['train']} for --mode train, torch "
+                        "autocast over fp32 weights as Hugging Face Trainer's bf16=True "
+                        f"runs it; {DEFAULT_PRECISION['infer']} for --mode infer, the "
+                        "16-bit weights models are served in)")
     s.add_argument("--optimizer", default="adamw", metavar="NAME",
                    help=f"training optimizer: {', '.join(OPTIMIZERS)} (default %(default)s)")
+    s.add_argument("--optimizer-step", default="foreach", metavar="KIND",
+                   help="how optimizer.step() runs: foreach (PyTorch's default multi-tensor "
+                        "step, one more state-sized temporary) or fused (fused=True, "
+                        "DeepSpeed, Apex: no temporary) (default %(default)s)")
     s.add_argument("--checkpointing", default="none", metavar="KIND",
                    help="activation checkpointing: none, selective or full "
                         "(default %(default)s)")
@@ -118,13 +126,26 @@ def declare(p: argparse.ArgumentParser) -> None:
     s.add_argument("--pp", default="1", metavar="N",
                    help="pipeline stages, at most the layers (default %(default)s)")
     s.add_argument("--sequence-parallel", action="store_true",
-                   help="with --tp: shard the norms and dropout activations too")
+                   help="with --tp: shard the norms and dropout activations too "
+                        "(default: off)")
     s.add_argument("--offload", metavar="WHAT",
                    help="move to CPU memory: optimizer (ZeRO-Offload) or params "
                         "(ZeRO-Infinity, needs --zero 3) (default: nothing offloaded)")
     s.add_argument("--lora", default="0", metavar="RANK",
                    help=f"train LoRA adapters of this rank, 0 to {MAX_LORA_RANK:,} "
                         "(default %(default)s: no adapters, every weight is trained)")
+    s.add_argument("--lora-targets", default="q,v", metavar="LIST",
+                   help="with --lora: the projections that get adapters: q,v (PEFT's "
+                        "default), all-linear, attention, mlp, or a comma list of q, k, v, "
+                        "o, gate, up, down (default %(default)s)")
+    s.add_argument("--keep-logits", action="store_true",
+                   help="the training loop holds the model's output (the b·s·V logits) "
+                        "through backward (default: off; only the loss is kept, as "
+                        "Hugging Face Trainer does, so the logits are freed before backward)")
+    s.add_argument("--dropout-mask-bytes", default="1", metavar="BYTES",
+                   help="bytes per dropout mask element, 0 to 8: 1 for CUDA's bool mask, "
+                        "4 for a CPU run's fp32 mask (default %(default)s; no mask when the "
+                        "model's dropout is 0)")
     s.add_argument("--sparsity", default="0", metavar="FRACTION",
                    help="fraction of block weights that are zero, from 0 up to (not "
                         "including) 1 (default %(default)s)")
@@ -137,7 +158,8 @@ def declare(p: argparse.ArgumentParser) -> None:
     c = p.add_argument_group("capacity and output")
     c.add_argument("--gpu", metavar="NAME",
                    help="check the fit on a catalog GPU: "
-                        f"{', '.join(g.name for g in GPUS)} (default: none)")
+                        f"{', '.join(g.name for g in GPUS)}; a family sold in several sizes "
+                        "(A100, V100) needs its size (default: none)")
     c.add_argument("--capacity", metavar="SIZE",
                    help="check the fit on this much memory per GPU, with its unit: 24GiB, "
                         "80GB; up to 1 EiB (default: none)")
@@ -145,6 +167,7 @@ def declare(p: argparse.ArgumentParser) -> None:
                    help="framework overhead (CUDA context, allocator): auto, from the "
                         "model, or a size with its unit such as 1.5GiB (default %(default)s)")
     c.add_argument("--fit", action="store_true",
-                   help="also fit against every catalog GPU")
+                   help="also fit against every catalog GPU (default: off)")
     c.add_argument("--json", action="store_true",
-                   help="print the gpuwatch.estimate/1 JSON document instead of the table")
+                   help="print the gpuwatch.estimate/1 JSON document instead of the table "
+                        "(default: the table)")

@@ -128,6 +128,7 @@ ALLOWED = {
     "collections",
     "enum",
     "itertools",
+    "difflib",
 }
 
 

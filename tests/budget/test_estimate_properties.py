@@ -82,7 +82,7 @@ GOOD = {
     "--params": ["125M", "7B", "1e13"],
     "--mode": ["train", "infer"], "--precision": ["fp32", "amp-bf16", "bf16"],
     "--optimizer": ["adamw", "sgd"], "--checkpointing": ["none", "full"],
-    "--offload": ["optimizer"], "--kv-precision": ["fp8"], "--gpu": ["A100", "RTX-4090"],
+    "--offload": ["optimizer"], "--kv-precision": ["fp8"], "--gpu": ["A100-80GB", "RTX-4090"],
     "--teacher": ["gpt2"],
 }
 

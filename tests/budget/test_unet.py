@@ -113,10 +113,10 @@ def test_cli_train_breakdown(capsys):
         capsys, "--model", "sd15-unet", "--image", "512x512", "--batch", "4", "--mode", "train"
     )
     assert code == 0
-    assert out.startswith("sd15-unet: 0.86B params, train, batch 4, image 512x512")
+    assert out.startswith("sd15-unet: 860 M params, train, batch 4, image 512x512")
     for label in ("parameters", "gradients", "optimizer states", "activations", "total"):
         assert label in out
-    assert "859.52M params" in out and "latent 4×64×64" in out
+    assert "860 M params" in out and "latent 4×64×64" in out
 
 
 def test_cli_json_and_default_image(capsys):
