@@ -100,12 +100,12 @@ def bash_script(commands: list[Command]) -> str:
                 continue
             pattern = "|".join(o.flags)
             if o.values:
-                value_cases.append(f'        {pattern}) COMPREPLY=($(compgen -W "{" ".join(o.values)}"'
-                                   ' -- "$cur")); return ;;')
+                reply = f'COMPREPLY=($(compgen -W "{" ".join(o.values)}" -- "$cur")); '
             elif o.is_file:
-                value_cases.append(f'        {pattern}) COMPREPLY=($(compgen -f -- "$cur")); return ;;')
+                reply = 'COMPREPLY=($(compgen -f -- "$cur")); '
             else:
-                value_cases.append(f"        {pattern}) return ;;")
+                reply = ""              # a number or a name: nothing to offer
+            value_cases.append(f"        {pattern}) {reply}return ;;")
         positional = ('    [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; }\n'
                       if c.positional_file else "")
         cases.append(
@@ -167,7 +167,8 @@ def zsh_script(commands: list[Command]) -> str:
         if c.positional_file:
             specs.append("'1:session file:_files'")
         body = " \\\n    ".join(specs)
-        functions.append(f"_{PROG}_{c.name.replace('-', '_')}() {{\n  _arguments -s \\\n    {body}\n}}")
+        name = c.name.replace("-", "_")
+        functions.append(f"_{PROG}_{name}() {{\n  _arguments -s \\\n    {body}\n}}")
     described = "\n".join(f"    '{c.name}:{_zsh_quote(c.summary)}'" for c in commands)
     return f"""#compdef {PROG}
 # zsh completion for {PROG} (generated from its command line; do not edit)
