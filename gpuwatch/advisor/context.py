@@ -148,7 +148,7 @@ def first_seen_s(history: History, gpu_index: int, pid: int) -> float | None:
     ring = history.process(gpu_index, pid)
     if ring is None or not len(ring) or len(ring) >= ring.capacity:
         return None
-    return float(ring.since(-math.inf, ("timestamp_s",))["timestamp_s"][0])
+    return ring.first("timestamp_s")
 
 
 def _process_key(gpu_index: int, pid: int, span_s: float) -> tuple:

@@ -168,6 +168,13 @@ class Ring:
             out[name] = view
         return out
 
+    def first(self, name: str) -> float | None:
+        """The oldest row's value of ``name`` (None: no rows, or unknown)."""
+        if not self._len:
+            return None
+        value = self._arrays[self._names.index(name)][self._start]
+        return None if np.isnan(value) else float(value)
+
     def last(self, name: str) -> float | None:
         if not self._len:
             return None

@@ -123,3 +123,15 @@ def test_peak_since_ignores_unknown_values():
     assert ring.peak_since("used_bytes", 5.0) is None              # no rows that late
     ring.append_pair(5.0, None)
     assert ring.peak_since("used_bytes", 4.5) is None              # only unknown
+
+
+def test_first_and_last_follow_the_oldest_and_newest_rows_as_the_ring_wraps():
+    r = Ring(3, {"timestamp_s": np.float64, "v": np.float64}, initial=1)
+    assert r.first("v") is None and r.last("v") is None
+    for t in range(5):
+        r.append_pair(float(t), None if t == 3 else 10.0 * t)
+        assert r.first("timestamp_s") == float(max(0, t - 2))
+        assert r.last("timestamp_s") == float(t)
+    assert r.first("v") == 20.0 and r.last("v") == 40.0
+    r.append_pair(5.0, 50.0)
+    assert r.first("v") is None        # the oldest kept row (t = 3) is unknown

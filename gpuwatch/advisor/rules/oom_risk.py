@@ -155,7 +155,7 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 
         climb, latest = _climb(ctx, gpu, active)
-        if climb is not None:
+        if climb is not None and any(warming_up(ctx, gpu.index, p.pid) for p in gpu.processes):
             grower = _grower(ctx, gpu, s.trend_recent_s)
             if grower is not None and warming_up(ctx, gpu.index, grower[0]):
                 climb = None                       # a process's warm-up, not a trend

@@ -65,6 +65,7 @@ class SimulatedNvml(types.ModuleType):
         for p in scenario.processes:
             self._by_gpu[p.gpu].append(p)
         self._cache: dict[int, tuple[float, _GpuState]] = {}
+        self._infos: dict[tuple[int, bool], tuple[int, object]] = {}   # -> (bytes, object)
         self._nvlink_kib: dict[int, tuple[float, float]] = {}   # gpu -> (t, cumulative KiB)
 
     # -- time and faults -------------------------------------------------------------
@@ -107,12 +108,7 @@ class SimulatedNvml(types.ModuleType):
             used += mem
             util += p.gpu_util_percent.at(local)
             busy += p.memory_busy_percent.at(local)
-            info = pynvml.nvmlFriendlyObject({
-                "pid": p.pid,
-                "usedGpuMemory": mem if p.report_memory else None,
-                "gpuInstanceId": 0xFFFFFFFF,
-                "computeInstanceId": 0xFFFFFFFF,
-            })
+            info = self._process_info(p, mem)
             if p.kind != "graphics":
                 compute.append(info)
             if p.kind != "compute":
@@ -122,6 +118,23 @@ class SimulatedNvml(types.ModuleType):
                           compute, graphics, alive)
         self._cache[gpu] = (t, state)
         return state
+
+    def _process_info(self, p: ScenarioProcess, mem: int) -> object:
+        """pynvml's friendly object for a process using ``mem`` bytes: the one made
+        before while the figure is unchanged (flat memory is the common case, and a
+        GPU with 64 processes would otherwise build 64 objects a sample)."""
+        key = (p.pid, p.report_memory)
+        cached = self._infos.get(key)
+        if cached is not None and cached[0] == mem:
+            return cached[1]
+        info = pynvml.nvmlFriendlyObject({
+            "pid": p.pid,
+            "usedGpuMemory": mem if p.report_memory else None,
+            "gpuInstanceId": 0xFFFFFFFF,
+            "computeInstanceId": 0xFFFFFFFF,
+        })
+        self._infos[key] = (mem, info)
+        return info
 
     # -- initialisation and system ---------------------------------------------------
 
