@@ -91,6 +91,40 @@ def add_sampling(parser: argparse.ArgumentParser, default_interval: float | None
                              "without waiting (default 1: real time)")
 
 
+def prometheus_url(text: str) -> str:
+    from gpuwatch.telemetry.prometheus.url import ServerUrlError, parse_server_url
+
+    try:
+        return parse_server_url(text)
+    except ServerUrlError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Prometheus server URL: "
+                                         f"{exc}") from None
+
+
+def match_selector(text: str) -> tuple:
+    from gpuwatch.telemetry.prometheus.selector import SelectorError, parse_selector
+
+    try:
+        return parse_selector(text)
+    except SelectorError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of label matchers: "
+                                         f"{exc}") from None
+
+
+def add_prometheus(parser: argparse.ArgumentParser) -> None:
+    """``--prometheus URL`` and ``--match SELECTOR``: GPUs read from a Prometheus server."""
+    parser.add_argument(
+        "--prometheus", type=prometheus_url, metavar="URL",
+        help="read the GPUs of many hosts from the Prometheus server at URL (e.g. "
+             "http://prometheus:9090), as gpuwatch's exporters (`gpuwatch serve`) or "
+             "NVIDIA's dcgm-exporters report them, instead of this machine's NVML "
+             "(default: this machine's GPUs)")
+    parser.add_argument(
+        "--match", type=match_selector, metavar="SELECTOR",
+        help="with --prometheus: read only the series these label matchers select, "
+             "e.g. '{cluster=\"a\", Hostname=~\"gpu-.*\"}' (default: every GPU series)")
+
+
 class UsageError(Exception):
     """A combination of options that makes no sense; the CLI exits with code 2."""
 
@@ -99,6 +133,11 @@ def source_options(args: argparse.Namespace, *, loop: bool = False,
                    pcie_inline: bool = False) -> SourceOptions:
     from gpuwatch.telemetry.source import SourceOptions
 
+    prometheus = getattr(args, "prometheus", None)
+    if getattr(args, "match", None) is not None and prometheus is None:
+        raise UsageError("--match applies to --prometheus only; add --prometheus URL")
+    if prometheus is not None and args.demo is not None:
+        raise UsageError("--prometheus and --demo are two different sources; give one")
     if args.demo is None:
         if getattr(args, "time_scale", 1.0) != 1.0:
             raise UsageError("--time-scale applies to simulated GPUs only; add --demo")
@@ -110,4 +149,6 @@ def source_options(args: argparse.Namespace, *, loop: bool = False,
         loop=loop,
         start_at_s=getattr(args, "at", 0.0) or 0.0,
         pcie_inline=pcie_inline,
+        prometheus=prometheus,
+        match=getattr(args, "match", None) or (),
     )

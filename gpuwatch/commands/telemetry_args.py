@@ -19,9 +19,11 @@ def declare_snapshot(p: argparse.ArgumentParser) -> None:
                     "per GPU with its memory, activity and processes, or one "
                     "gpuwatch.snapshot/1 JSON document.",
         example_lines=["gpuwatch snapshot",
-                       "gpuwatch snapshot --demo oom-ramp --at 300 --json"],
+                       "gpuwatch snapshot --demo oom-ramp --at 300 --json",
+                       "gpuwatch snapshot --prometheus http://prometheus:9090"],
         run="gpuwatch.commands.snapshot_cmd:run_snapshot")
     options.add_demo(p)
+    options.add_prometheus(p)
     p.add_argument("--at", type=options.seconds, default=0.0, metavar="S",
                    help="simulated GPUs only: sample the scenario at S virtual seconds "
                         "from its start (default 0)")
@@ -37,9 +39,12 @@ def declare_record(p: argparse.ArgumentParser) -> None:
                     "and hints are saved as a session for `gpuwatch report`. Ctrl-C (or "
                     "the end of --duration) stops it with a summary.",
         example_lines=["gpuwatch record --interval 5 --duration 3600",
-                       "gpuwatch record --demo oom-ramp --time-scale max --no-save"],
+                       "gpuwatch record --demo oom-ramp --time-scale max --no-save",
+                       "gpuwatch record --prometheus http://prometheus:9090 "
+                       "--match '{cluster=\"a\"}'"],
         run="gpuwatch.commands.record_cmd:run_record")
     options.add_demo(p)
+    options.add_prometheus(p)
     options.add_sampling(p)
     p.add_argument("--duration", type=options.positive_seconds, metavar="S",
                    help="stop after S seconds (virtual seconds on simulated GPUs; "

@@ -1,8 +1,10 @@
-"""Opening a telemetry source: the real NVML, or simulated GPUs running a scenario."""
+"""Opening a telemetry source: the real NVML, simulated GPUs running a scenario, or the
+GPUs of many hosts read from a Prometheus server."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.clock import Clock, ScaledClock, SteppedClock, WallClock
@@ -12,6 +14,10 @@ from gpuwatch.telemetry.sim.catalog import resolve_scenario
 from gpuwatch.telemetry.sim.host import ScenarioHost
 from gpuwatch.telemetry.sim.library import SimulatedNvml
 from gpuwatch.telemetry.sim.probes import ScenarioProbes
+
+if TYPE_CHECKING:
+    from gpuwatch.telemetry.prometheus.backend import PrometheusBackend
+    from gpuwatch.telemetry.prometheus.selector import Matcher
 
 MAX_SPEED = "max"
 
@@ -24,6 +30,8 @@ class SourceOptions:
     start_at_s: float = 0.0          # simulated only: virtual time to start from
     pcie_latency_s: float = 0.0      # simulated only: make PCIe reads block like real ones
     pcie_inline: bool = False        # read PCIe in the sample itself (one-shot snapshots)
+    prometheus: str | None = None    # a Prometheus server's base URL: read GPUs from it
+    match: tuple[Matcher, ...] = ()  # Prometheus only: the series to read (--match)
 
 
 def make_clock(time_scale: float | str, start_at_s: float = 0.0) -> Clock:
@@ -32,8 +40,13 @@ def make_clock(time_scale: float | str, start_at_s: float = 0.0) -> Clock:
     return ScaledClock(float(time_scale), start_at_s)
 
 
-def open_backend(options: SourceOptions) -> NvmlBackend:
-    """An opened backend. Raises NvmlUnavailableError or ScenarioError with a plain reason."""
+def open_backend(options: SourceOptions) -> NvmlBackend | PrometheusBackend:
+    """An opened backend. Raises NvmlUnavailableError (PrometheusUnavailableError for a
+    Prometheus server) or ScenarioError with a plain reason."""
+    if options.prometheus is not None:
+        from gpuwatch.telemetry.prometheus.backend import PrometheusBackend
+
+        return PrometheusBackend(options.prometheus, options.match).open()
     if options.demo is None:
         return NvmlBackend(clock=WallClock(), pcie_thread=not options.pcie_inline,
                            probes=ProbeDirectory()).open()

@@ -1,0 +1,170 @@
+"""One snapshot, its open hints and linked budgets -> Prometheus metric families.
+
+dcgm-exporter's names, units and labels for what both know; gpuwatch's own under the
+``gpuwatch_`` prefix with units in the names (see :mod:`gpuwatch.telemetry.prometheus.names`,
+shared with the reading side). A value the GPU does not report is left out, never 0.
+
+Cardinality is bounded: per GPU, the ``top_processes`` processes using the most memory
+get their own series; the rest are summed in one series with ``pid="other"``. Process
+names, users and containers come from /proc and other users: they are shown with
+control characters escaped and clipped to ``LABEL_CHARS``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from gpuwatch.advisor import LinkedBudget
+from gpuwatch.core.hints import Hint
+from gpuwatch.core.safe_text import clip
+from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample, Snapshot
+from gpuwatch.telemetry.prometheus import names as n
+
+LABEL_CHARS = 64
+DEFAULT_TOP_PROCESSES = 8
+
+_DCGM = (  # (name, help, GpuSample -> value in the unit dcgm-exporter uses)
+    (n.FB_USED, "Framebuffer memory used (in MiB).",
+     lambda g: None if g.memory.used_bytes is None else g.memory.used_bytes / n.MIB),
+    (n.FB_FREE, "Framebuffer memory free (in MiB).",
+     lambda g: None if g.memory.free_bytes is None else g.memory.free_bytes / n.MIB),
+    (n.FB_RESERVED, "Framebuffer memory reserved (in MiB).",
+     lambda g: None if g.memory.reserved_bytes is None else g.memory.reserved_bytes / n.MIB),
+    (n.GPU_UTIL, "GPU utilization (in %).", lambda g: g.gpu_util_percent),
+    (n.MEM_COPY_UTIL, "Memory utilization (in %).", lambda g: g.memory_busy_percent),
+    (n.GPU_TEMP, "GPU temperature (in C).", lambda g: g.temperature_c),
+    (n.POWER_USAGE, "Power draw (in W).", lambda g: g.power_w),
+    (n.PCIE_TX, "The rate of data transmitted over the PCIe bus, in bytes per second.",
+     lambda g: g.pcie_tx_bytes_per_s),
+    (n.PCIE_RX, "The rate of data received over the PCIe bus, in bytes per second.",
+     lambda g: g.pcie_rx_bytes_per_s),
+)
+
+
+def label(text: str | None) -> str:
+    """Text from /proc made safe for a label value: controls escaped, clipped."""
+    return clip(text or "", LABEL_CHARS)
+
+
+def top_processes(processes: Sequence[ProcessSample], top: int,
+                  ) -> tuple[list[ProcessSample], int | None]:
+    """The ``top`` processes using the most memory, and the sum of the rest (None: none)."""
+    known = sorted((p for p in processes if p.used_bytes is not None),
+                   key=lambda p: (-(p.used_bytes or 0), p.pid))
+    rest = known[top:]
+    return known[:top], (sum(p.used_bytes or 0 for p in rest) if rest else None)
+
+
+class Families:
+    """Metric families for one scrape, built from what the sampler last saw."""
+
+    def __init__(self, snapshot: Snapshot, hostname: str, hints: Sequence[Hint] = (),
+                 links: Mapping[tuple[int, int], LinkedBudget] | None = None,
+                 top: int = DEFAULT_TOP_PROCESSES):
+        self.snapshot = snapshot
+        self.host = label(hostname)
+        self.hints = hints
+        self.links = links or {}
+        self.top = top
+
+    def _ids(self, g: GpuSample) -> list[str]:
+        return [str(g.index), label(g.uuid), self.host]
+
+    def __iter__(self) -> Iterator[Metric]:
+        gpus = self.snapshot.gpus
+        ok = [g for g in gpus if g.state is GpuState.OK]
+        for name, help_text, read in _DCGM:
+            family = GaugeMetricFamily(name, help_text, labels=n.GPU_LABELS)
+            for g in ok:
+                value = read(g)
+                if value is not None:
+                    family.add_metric([str(g.index), label(g.uuid), f"nvidia{g.index}",
+                                       label(g.name), self.host], float(value))
+            yield family
+        yield from self._gpu_families(gpus, ok)
+        yield from self._process_families(ok)
+        yield from self._hint_families(gpus)
+
+    def _gpu_families(self, gpus: Sequence[GpuSample], ok: Sequence[GpuSample],
+                      ) -> Iterator[Metric]:
+        readable = GaugeMetricFamily(n.GPU_READABLE, "1 when the GPU was read at the last "
+                                     "sample, 0 when it is lost or its reads fail.",
+                                     labels=n.OWN_GPU_LABELS)
+        total = GaugeMetricFamily(n.GPU_TOTAL, "Memory the GPU has, in bytes.",
+                                  labels=n.OWN_GPU_LABELS)
+        limit = GaugeMetricFamily(n.GPU_POWER_LIMIT, "Enforced power limit, in watts.",
+                                  labels=n.OWN_GPU_LABELS)
+        for g in gpus:
+            readable.add_metric(self._ids(g), 1.0 if g.state is GpuState.OK else 0.0)
+        for g in ok:
+            if g.memory.total_bytes is not None:
+                total.add_metric(self._ids(g), float(g.memory.total_bytes))
+            if g.power_limit_w is not None:
+                limit.add_metric(self._ids(g), float(g.power_limit_w))
+        yield from (readable, total, limit)
+
+    def _process_families(self, ok: Sequence[GpuSample]) -> Iterator[Metric]:
+        used = GaugeMetricFamily(
+            n.PROCESS_USED, "GPU memory a process uses, in bytes; the processes past the "
+            "largest few on a GPU are summed under pid=\"other\".", labels=n.PROCESS_LABELS)
+        budget = GaugeMetricFamily(
+            n.PROCESS_BUDGET, "The peak its linked memory budget predicts for a process, "
+            "in bytes.", labels=n.PROCESS_LABELS)
+        alloc = {metric: GaugeMetricFamily(metric, text, labels=n.PROCESS_LABELS)
+                 for metric, text in (
+                     (n.ALLOC_ALLOCATED, "Bytes PyTorch's caching allocator holds in tensors "
+                      "(from the in-process probe)."),
+                     (n.ALLOC_RESERVED, "Bytes PyTorch's caching allocator reserved from "
+                      "the driver (from the in-process probe)."),
+                     (n.ALLOC_INACTIVE, "Bytes in reserved blocks split but not in use: "
+                      "fragmentation (from the in-process probe)."))}
+        probes = {r.pid: r.allocator for r in self.snapshot.probes if r.allocator is not None}
+        for g in ok:
+            shown, rest = top_processes(g.processes, self.top)
+            for p in shown:
+                ids = [*self._ids(g), str(p.pid), label(p.name), label(p.user),
+                       label(p.container)]
+                used.add_metric(ids, float(p.used_bytes or 0))
+                linked = self.links.get((g.index, p.pid))
+                if linked is not None:
+                    budget.add_metric(ids, float(linked.peak_bytes))
+                facts = probes.get(p.pid)
+                if facts is not None:
+                    for metric, value in ((n.ALLOC_ALLOCATED, facts.allocated_bytes),
+                                          (n.ALLOC_RESERVED, facts.reserved_bytes),
+                                          (n.ALLOC_INACTIVE, facts.inactive_split_bytes)):
+                        if value is not None:
+                            alloc[metric].add_metric(ids, float(value))
+            if rest is not None:
+                used.add_metric([*self._ids(g), n.OTHER_PID, n.OTHER_NAME, "", ""],
+                                float(rest))
+        yield used
+        yield budget
+        yield from alloc.values()
+
+    def _hint_families(self, gpus: Sequence[GpuSample]) -> Iterator[Metric]:
+        by_index = {g.index: g for g in gpus}
+        counts: Counter[tuple[int, str, str]] = Counter()
+        to_full: dict[int, float] = {}
+        for h in self.hints:
+            if h.gpu_index not in by_index:
+                continue
+            counts[(h.gpu_index, h.code, h.severity.value)] += 1
+            ttf = h.value("time_to_full_s")
+            if ttf is not None and ttf >= 0:
+                to_full[h.gpu_index] = min(float(ttf), to_full.get(h.gpu_index, float(ttf)))
+        hints = GaugeMetricFamily(n.HINTS_OPEN, "The advisor's open hints, by code and "
+                                  "severity.", labels=n.HINT_LABELS)
+        for (index, code, severity), count in sorted(counts.items()):
+            hints.add_metric([*self._ids(by_index[index]), label(code), severity],
+                             float(count))
+        yield hints
+        full = GaugeMetricFamily(n.SECONDS_TO_FULL, "Seconds until the GPU's memory is "
+                                 "full at its current trend, where the advisor projects one.",
+                                 labels=n.OWN_GPU_LABELS)
+        for index, seconds in sorted(to_full.items()):
+            full.add_metric(self._ids(by_index[index]), seconds)
+        yield full

@@ -1,0 +1,223 @@
+"""Prometheus series -> the GPUs, processes and probe figures of one snapshot.
+
+Each GPU is known by its target (Prometheus's ``job`` and ``instance``) and its ``gpu``
+label, and keeps the index it was first given, so a GPU stays the same row while hosts
+come and go. Its name leads with its host (``node-3 · GPU 1 · A100-SXM4-80GB``): GPUs
+are ordered, and read, host by host.
+
+A GPU seen before whose series stop is kept: ``error`` with a reason naming its host
+when the whole target went quiet or its scrape fails (the host is unreachable: what its
+memory does is unknown, so every reading is ``None``, not 0); ``lost`` when its host
+still answers without it, or the exporter there says the GPU cannot be read. A field a
+source does not export (plain dcgm-exporter has no per-process figures, no power
+limit) is ``None``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from gpuwatch.core.probe_format import AllocatorFacts, ProbeReport
+from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo, ProcessSample
+from gpuwatch.telemetry.prometheus import names as n
+from gpuwatch.telemetry.prometheus.response import Series
+
+NO_PROCESSES = ("this host's exporter does not report processes (plain dcgm-exporter); "
+                "run `gpuwatch serve` there to see them")
+UNKNOWN_MEMORY = MemoryInfo(None, None, None, None)
+_ALLOCATOR = {n.ALLOC_ALLOCATED: "allocated_bytes", n.ALLOC_RESERVED: "reserved_bytes",
+              n.ALLOC_INACTIVE: "inactive_split_bytes"}
+
+
+class GpuKey(NamedTuple):
+    target: str          # "job/instance": one scraped exporter
+    gpu: str             # the exporter's GPU index label
+
+
+class Known(NamedTuple):
+    index: int
+    host: str
+    name: str
+    uuid: str | None
+
+
+def target_of(labels: dict[str, str]) -> str:
+    instance = labels.get(n.INSTANCE) or labels.get(n.HOSTNAME) or "?"
+    return f"{labels.get(n.JOB, '')}/{instance}"
+
+
+def host_of(labels: dict[str, str]) -> str:
+    """The host a series is from: dcgm-exporter's Hostname label, else the instance's host."""
+    host = labels.get(n.HOSTNAME)
+    if host:
+        return host
+    instance = labels.get(n.INSTANCE, "")
+    if instance.startswith("["):                      # [::1]:9400
+        return instance[1:].partition("]")[0] or "?"
+    return instance.rpartition(":")[0] if instance.count(":") == 1 else (instance or "?")
+
+
+def _bytes(value: float | None, scale: float = 1.0) -> int | None:
+    if value is None or value < 0:
+        return None
+    return round(value * scale)
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None or value < 0 else float(value)
+
+
+class _Target:
+    """What one tick says about one target."""
+
+    def __init__(self) -> None:
+        self.up: float | None = None
+        self.gpus: dict[str, dict[str, Series]] = defaultdict(dict)
+        self.processes: dict[str, list[Series]] = defaultdict(list)
+        self.allocator: dict[str, dict[str, Series]] = defaultdict(dict)
+        self.gpuwatch = False            # a gpuwatch exporter (reports processes)
+        self.host: str | None = None
+
+
+def _by_target(series: Iterable[Series]) -> dict[str, _Target]:
+    targets: dict[str, _Target] = defaultdict(_Target)
+    for s in series:
+        labels = s.labels
+        metric = labels.get("__name__", "")
+        t = targets[target_of(labels)]
+        if metric == n.UP:
+            t.up = s.value
+            continue
+        gpu = labels.get(n.GPU)
+        if gpu is None:
+            continue
+        if t.host is None or labels.get(n.HOSTNAME):
+            t.host = host_of(labels)
+        if metric.startswith(n.PREFIX):
+            t.gpuwatch = True
+        if metric == n.PROCESS_USED:
+            t.processes[gpu].append(s)
+        elif metric in _ALLOCATOR:
+            t.allocator[labels.get("pid", "")][metric] = s
+        else:
+            t.gpus[gpu].setdefault(metric, s)
+    return targets
+
+
+class Assembler:
+    """Turns each tick's series into GPU samples; remembers the GPUs it has seen."""
+
+    def __init__(self) -> None:
+        self._known: dict[GpuKey, Known] = {}
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({k.host for k in self._known.values()})
+
+    def build(self, series: Iterable[Series], now_s: float,
+              ) -> tuple[tuple[GpuSample, ...], tuple[ProbeReport, ...], tuple[str, ...]]:
+        targets = _by_target(series)
+        self._learn(targets)
+        samples: list[GpuSample] = []
+        unreachable: set[str] = set()
+        for key, known in self._known.items():
+            t = targets.get(key.target)
+            fields = t.gpus.get(key.gpu) if t is not None else None
+            if t is None or (not t.gpus and not t.processes):
+                unreachable.add(known.host)
+                why = ("its scrape fails (Prometheus's up is 0)" if t is not None and t.up == 0
+                       else "Prometheus has no current series from it")
+                samples.append(GpuSample(
+                    known.index, known.uuid, known.name, GpuState.ERROR, UNKNOWN_MEMORY,
+                    error=f"host {known.host} unreachable: {why}",
+                    processes_error=f"host {known.host} unreachable"))
+            elif fields is None or _value(fields, n.GPU_READABLE) == 0:
+                samples.append(GpuSample(
+                    known.index, known.uuid, known.name, GpuState.LOST, UNKNOWN_MEMORY,
+                    error=(f"the GPU cannot be read on {known.host}" if fields
+                           else f"its series stopped while {known.host} still answers"),
+                    processes_error="the GPU could not be read"))
+            else:
+                samples.append(self._gpu(known, fields, t, key.gpu))
+        samples.sort(key=lambda g: g.index)
+        probes = tuple(_probes(targets, now_s))
+        warnings: tuple[str, ...] = ()
+        if unreachable:
+            hosts = sorted(unreachable)
+            warnings = (f"{len(hosts)} host{'s' if len(hosts) != 1 else ''} unreachable "
+                        f"(no current series in Prometheus): {', '.join(hosts)}",)
+        return tuple(samples), probes, warnings
+
+    def unreadable(self, reason: str) -> tuple[GpuSample, ...]:
+        """Every GPU seen so far, in ``error`` for ``reason`` (the server itself is gone)."""
+        return tuple(GpuSample(k.index, k.uuid, k.name, GpuState.ERROR, UNKNOWN_MEMORY,
+                               error=reason, processes_error=reason)
+                     for k in sorted(self._known.values()))
+
+    def _learn(self, targets: dict[str, _Target]) -> None:
+        new: list[tuple[str, int | str, GpuKey, dict[str, Series], str]] = []
+        for target, t in targets.items():
+            for gpu, fields in t.gpus.items():
+                key = GpuKey(target, gpu)
+                if key not in self._known:
+                    order = int(gpu) if gpu.isdigit() else gpu
+                    new.append((t.host or "?", str(order).zfill(6), key, fields, gpu))
+        for host, _, key, fields, gpu in sorted(new, key=lambda item: item[:2]):
+            labels = next(iter(fields.values())).labels
+            model = labels.get(n.MODEL, "").removeprefix("NVIDIA ") or "GPU"
+            self._known[key] = Known(len(self._known), host, f"{host} · GPU {gpu} · {model}",
+                                     labels.get(n.UUID) or None)
+
+    def _gpu(self, known: Known, fields: dict[str, Series], t: _Target, gpu: str) -> GpuSample:
+        def v(metric: str) -> float | None:
+            return _value(fields, metric)
+
+        used, free = _bytes(v(n.FB_USED), n.MIB), _bytes(v(n.FB_FREE), n.MIB)
+        reserved = _bytes(v(n.FB_RESERVED), n.MIB)
+        total = _bytes(v(n.GPU_TOTAL))
+        if total is None and used is not None and free is not None:
+            total = used + free + (reserved or 0)
+        processes = tuple(sorted(
+            (p for s in t.processes.get(gpu, ()) if (p := _process(s, known.index))),
+            key=lambda p: -(p.used_bytes or 0)))
+        limit = v(n.GPU_POWER_LIMIT)
+        return GpuSample(
+            known.index, known.uuid, known.name, GpuState.OK,
+            MemoryInfo(total, used, free, reserved),
+            gpu_util_percent=_percent(v(n.GPU_UTIL)),
+            memory_busy_percent=_percent(v(n.MEM_COPY_UTIL)),
+            pcie_tx_bytes_per_s=_percent(v(n.PCIE_TX)),
+            pcie_rx_bytes_per_s=_percent(v(n.PCIE_RX)),
+            temperature_c=v(n.GPU_TEMP), power_w=_percent(v(n.POWER_USAGE)),
+            power_limit_w=_percent(limit),
+            processes=processes,
+            processes_error=None if t.gpuwatch else NO_PROCESSES)
+
+
+def _value(fields: dict[str, Series], metric: str) -> float | None:
+    s = fields.get(metric)
+    return None if s is None else s.value
+
+
+def _process(s: Series, gpu_index: int) -> ProcessSample | None:
+    labels = s.labels
+    pid = labels.get("pid", "")
+    if not pid.isdigit() or not 0 < int(pid) < 1 << 32:
+        return None            # the "other" bucket: counted in the GPU's memory, no row
+    return ProcessSample(int(pid), gpu_index, _bytes(s.value), name=labels.get("name") or None,
+                         user=labels.get("user") or None,
+                         container=labels.get("container") or None)
+
+
+def _probes(targets: dict[str, _Target], now_s: float) -> Iterable[ProbeReport]:
+    for t in targets.values():
+        for pid, figures in t.allocator.items():
+            if not pid.isdigit():
+                continue
+            values = {_ALLOCATOR[m]: _bytes(s.value) for m, s in figures.items()}
+            labels = next(iter(figures.values())).labels
+            uuid = labels.get(n.UUID)
+            yield ProbeReport(int(pid), now_s, device_uuids=(uuid,) if uuid else (),
+                              allocator=AllocatorFacts(**values))
