@@ -25,6 +25,7 @@ def declare(p: argparse.ArgumentParser) -> None:
                        "gpuwatch gui --demo oom-ramp   # on simulated GPUs heading for an OOM"],
         run="gpuwatch.commands.gui:run_gui")
     options.add_demo(p)
+    options.add_prometheus(p)
     options.add_sampling(p, None, "the saved setting, 1 at first")
     p.add_argument("--screenshot", metavar="PNG",
                    help="render the window to this PNG file and exit, without needing a "
@@ -38,6 +39,10 @@ def declare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tray", action="store_true",
                    help="start in the system tray, without the window (minimised where the "
                         "desktop has no tray)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log debug messages, to stderr and to the log file (default: the "
+                        "log file gets information, stderr only warnings; Help → About "
+                        "shows where the file is)")
 
 
 def display_problem(screenshot: bool) -> str | None:
@@ -60,9 +65,20 @@ def run_gui(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"gpuwatch: {problem}", file=sys.stderr)
         return 1
+    from gpuwatch.core.logs import setup_logging
+
+    # the window's own run keeps a log file; a screenshot run only talks to stderr
+    setup_logging(verbose=args.verbose, to_file=args.screenshot is None)
     from gpuwatch.ui import LaunchOptions, launch
 
+    remote = {}
+    if args.prometheus is not None or args.match is not None:
+        source = options.source_options(args)   # refuses it with --demo, --match alone
+        if "prometheus" not in LaunchOptions.__dataclass_fields__:
+            raise options.UsageError("this build's window cannot read from Prometheus; "
+                                     "use `gpuwatch record --prometheus URL`")
+        remote = {"prometheus": source.prometheus, "match": source.match}
     return launch(LaunchOptions(
         demo=args.demo, interval_s=args.interval, time_scale=args.time_scale,
         screenshot=args.screenshot, screenshot_after_s=args.screenshot_after,
-        theme=args.theme, tray=args.tray))
+        theme=args.theme, tray=args.tray, **remote))
