@@ -7,6 +7,7 @@ on the simulated ``workstation`` scenario with a banner that says why.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 import tempfile
@@ -20,14 +21,19 @@ from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.nvml import NvmlBackend
 from gpuwatch.telemetry.sampler import Sampler
 from gpuwatch.telemetry.source import SourceOptions, open_backend
+from gpuwatch.ui import autostart
+from gpuwatch.ui.app_icon import app_icon
 from gpuwatch.ui.live.bridge import SnapshotBridge
 from gpuwatch.ui.live.main_window import MainWindow
 from gpuwatch.ui.sessions.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
+from gpuwatch.ui.single_instance import SingleInstance, server_name
+from gpuwatch.ui.system_theme import SystemThemeFollower
 from gpuwatch.ui.tray import TrayController
 from gpuwatch.ui.unix_signals import SignalQuit
 
 FALLBACK_SCENARIO = "workstation"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,6 +46,7 @@ class LaunchOptions:
     theme: str | None = None             # overrides the saved theme for this run
     settings_path: str | None = None     # an ini file instead of the user's settings
     tray: bool = False                   # start in the tray (minimised where there is none)
+    single_instance: bool = True         # hand over to a window already running
 
 
 def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
@@ -123,7 +130,8 @@ def application() -> QApplication:
     app = QApplication(sys.argv[:1])
     app.setApplicationName("gpuwatch")
     app.setOrganizationName("gpuwatch")
-    app.setDesktopFileName("gpuwatch")
+    app.setDesktopFileName("gpuwatch")          # packaging/gpuwatch.desktop
+    app.setWindowIcon(app_icon())
     return app
 
 
@@ -150,6 +158,12 @@ def launch(opts: LaunchOptions) -> int:
     backend, banner, fallback = open_source(opts)
     app = application()
     settings = Settings(opts.settings_path)
+    instance = SingleInstance(server_name(settings.path))
+    if opts.single_instance and not instance.claim("tray" if opts.tray else "show"):
+        backend.close()
+        if not opts.tray:
+            print("gpuwatch is already running: its window was brought forward.")
+        return 0
     if opts.theme:
         prefs = settings.preferences()
         prefs.theme = opts.theme
@@ -165,6 +179,9 @@ def launch(opts: LaunchOptions) -> int:
     session.bridge.snapshots.connect(recording.on_snapshots)
     session.start()
     tray = TrayController(window)
+    instance.activated.connect(lambda message: _second_launch(message, tray))
+    window.preferences_changed.connect(lambda prefs: _apply_start_at_login(prefs, window))
+    SystemThemeFollower(window)
     if not opts.tray:
         window.show()
     elif not tray.available:
@@ -180,9 +197,28 @@ def launch(opts: LaunchOptions) -> int:
         return app.exec()
     finally:
         signals.restore()
+        instance.close()
         session.stop()
         recording.close()
         backend.close()
+
+
+def _second_launch(message: str, tray: TrayController) -> None:
+    """A second ``gpuwatch`` was started: bring this window forward (a login autostart,
+    "tray", asks for nothing)."""
+    if message == "show":
+        tray.show_window()
+
+
+def _apply_start_at_login(prefs: Preferences, window: MainWindow) -> None:
+    try:
+        autostart.set_enabled(prefs.start_at_login)
+    except OSError as exc:
+        window.statusBar().showMessage(
+            f"Start at login: cannot write {autostart.autostart_path()}: "
+            f"{exc.strerror or exc}", 8000)
+    else:
+        log.info("start at login %s", "on" if prefs.start_at_login else "off")
 
 
 def scratch_settings() -> Settings:

@@ -12,6 +12,8 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from gpuwatch.ui import autostart
+
 ORGANIZATION = "gpuwatch"
 APPLICATION = "gpuwatch"
 
@@ -39,6 +41,8 @@ class Preferences:
     record_sessions: bool = True    # record what the window samples to a session file
     retention_days: float = 30.0    # sessions older than this are deleted at start
     retention_max_gib: float = 5.0  # then the oldest, until the folder fits this
+    # start at login in the tray: the autostart entry's existence, not a stored value
+    start_at_login: bool = False
 
 
 class Settings:
@@ -83,11 +87,14 @@ class Settings:
             prefs.thresholds = Thresholds(**{k: float(v) for k, v in t.items()
                                              if k in Thresholds.__dataclass_fields__})
         except (TypeError, ValueError):
-            return Preferences()
+            prefs = Preferences()
+        prefs.start_at_login = autostart.is_enabled()
         return prefs
 
     def set_preferences(self, prefs: Preferences) -> None:
-        self._q.setValue("preferences", json.dumps(asdict(prefs)))
+        stored = asdict(prefs)
+        stored.pop("start_at_login")          # the autostart entry holds it
+        self._q.setValue("preferences", json.dumps(stored))
 
     # window state -------------------------------------------------------------------
     def state(self, key: str) -> QByteArray | None:

@@ -1,4 +1,5 @@
-"""Preferences: sampling interval, units, theme and the card thresholds."""
+"""Preferences: sampling interval, units, theme, the card thresholds, alerts, start at
+login and sessions."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuwatch.ui.autostart import autostart_path
 from gpuwatch.ui.settings import Preferences, Thresholds
 
 UNITS = (("iec", "IEC — MiB, GiB (powers of 1024)"), ("si", "SI — MB, GB (powers of 1000)"))
@@ -67,6 +69,11 @@ class SettingsDialog(QDialog):
         self.close_to_tray.setToolTip("Only where the desktop has a system tray")
         form.addRow("Alerts", self.notifications)
         form.addRow("", self.close_to_tray)
+        self.start_at_login = QCheckBox("Start at login in the tray")
+        self.start_at_login.setChecked(prefs.start_at_login)
+        self.start_at_login.setToolTip(f"An autostart entry: {autostart_path()}")
+        self.start_at_login.setAccessibleName("Start at login in the tray")
+        form.addRow("Login", self.start_at_login)
         form.addRow("Sessions", self.record)
         form.addRow("Delete sessions older than", self.retention_days)
         form.addRow("Keep sessions within", self.retention_gib)
@@ -86,4 +93,5 @@ class SettingsDialog(QDialog):
             retention_days=self.retention_days.value(),
             retention_max_gib=round(self.retention_gib.value(), 1),
             notifications=self.notifications.isChecked(),
-            close_to_tray=self.close_to_tray.isChecked())
+            close_to_tray=self.close_to_tray.isChecked(),
+            start_at_login=self.start_at_login.isChecked())

@@ -23,6 +23,7 @@ from gpuwatch.core.hints import Hint, HintEvent, Severity
 from gpuwatch.core.resources import resource_path
 from gpuwatch.core.snapshot import GpuState
 from gpuwatch.core.units import format_bytes
+from gpuwatch.ui.app_icon import app_icon
 from gpuwatch.ui.notifications import PAUSE_S, Notification, Notifier
 from gpuwatch.ui.settings import Preferences
 
@@ -123,7 +124,7 @@ class TrayController(QObject):
         self.tray = QSystemTrayIcon(tray_icon("ok"), self)
         self.tray.setToolTip("gpuwatch")
         menu = QMenu(self.window)
-        self.show_action = QAction("Show gpuwatch", menu)
+        self.show_action = QAction(app_icon(), "Show gpuwatch", menu)
         self.show_action.triggered.connect(self.show_window)
         self.pause_action = QAction("Pause alerts for 1 h", menu)
         self.pause_action.setCheckable(True)

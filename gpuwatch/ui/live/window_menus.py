@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu
 
+from gpuwatch.ui.about import show_about
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
 from gpuwatch.ui.shortcuts import SHORTCUTS
 from gpuwatch.ui.widgets.plots import WINDOW_LABELS
@@ -49,3 +50,6 @@ def build_menus(w: MainWindow, tabs: Sequence[str]) -> None:
         proc.addAction(action)
     help_ = bar.addMenu("&Help")
     add_action(help_, w, "Keyboard shortcuts", w._show_shortcuts, SHORTCUTS["help"])
+    help_.addSeparator()
+    about = add_action(help_, w, "About gpuwatch", lambda: show_about(w, w.settings.path))
+    about.setMenuRole(QAction.MenuRole.AboutRole)
