@@ -22,6 +22,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "gpuwatch.commands.session_args:declare_sessions"),
     ("estimate", "memory budget of a model before launching it",
      "gpuwatch.commands.estimate_args:declare"),
+    ("plan", "hardware, step time and cloud cost for a model and setup",
+     "gpuwatch.commands.plan_args:declare"),
     ("serve", "serve the GPUs as a Prometheus endpoint",
      "gpuwatch.commands.serve_args:declare"),
 )

@@ -1,0 +1,183 @@
+"""The plan as a ``gpuwatch.plan/1`` JSON document and as text (docs/plan.md describes
+both). Sizes are integer bytes (``_bytes``), times seconds (``_s``), rates per second."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuwatch.core.units import format_bytes
+from gpuwatch.plan.cloud import CloudFit
+from gpuwatch.plan.layouts import Config, global_batch
+from gpuwatch.plan.planner import Plan
+from gpuwatch.plan.roofline import StepTime
+
+SCHEMA = "gpuwatch.plan/1"
+
+IGNORES = (
+    "kernel efficiency beyond the one efficiency figure (small matmuls, elementwise and "
+    "normalisation kernels, launch gaps)",
+    "overlap of communication with compute (communication is added in full)",
+    "the data loader, host-to-device copies and the CPU side of the optimizer",
+    "pipeline bubbles (pipeline parallelism is not planned), stragglers and thermal "
+    "throttling",
+    "traffic beyond the minimum: each tensor is counted as crossing the memory bus "
+    "once per use",
+)
+
+
+def _step(s: StepTime | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"total_s": s.total_s, "compute_s": s.compute_s, "memory_s": s.memory_s,
+            "communication_s": s.comm_s, "optimizer_s": s.optimizer_s, "bound": s.bound,
+            "flops": s.flops, "bytes_moved": int(s.bytes_moved),
+            "communication_bytes": int(s.comm_bytes),
+            "link_bytes_per_s": int(s.link_bytes_per_s),
+            "compute_format": s.precision_format}
+
+
+def _config(c: Config) -> dict[str, Any]:
+    return {
+        "gpu": c.hardware.name, "gpus": c.gpus, "fits": c.fits,
+        "layout": None if c.layout is None else {
+            "dp": c.layout.dp, "tp": c.layout.tp, "zero": c.layout.zero,
+            "text": c.layout.describe()},
+        "max_micro_batch": c.max_micro_batch, "micro_batch": c.micro_batch or None,
+        "grad_accum": c.grad_accum or None, "peak_bytes": c.peak_bytes,
+        "memory_bytes": c.hardware.gpu.memory_bytes, "step": _step(c.step),
+        "samples_per_s_per_gpu": c.samples_per_s_per_gpu,
+        "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu,
+    }
+
+
+def _cloud(f: CloudFit) -> dict[str, Any]:
+    i = f.instance
+    return {"instance": i.name, "provider": i.provider, "gpu": i.gpu,
+            "gpus_per_node": i.gpus, "gpus_used": f.config.gpus,
+            "interconnect": i.interconnect, "cpu_memory_bytes": i.cpu_memory_bytes,
+            "on_demand_per_hour": i.on_demand_per_hour, "spot_per_hour": i.spot_per_hour,
+            "step_s": f.step.total_s, "cost_per_step": f.cost_per_step,
+            "spot_cost_per_step": f.spot_cost_per_step,
+            "steps_per_epoch": f.steps_per_epoch, "cost_per_epoch": f.cost_per_epoch,
+            "spot_cost_per_epoch": f.spot_cost_per_epoch}
+
+
+def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
+    r = plan.request
+    wl, st = r.workload, r.setup
+    book = plan.prices
+    return {
+        "schema": SCHEMA,
+        "model": r.spec.name, "params": r.spec.params, "mode": wl.mode,
+        "global_batch": global_batch(wl, st),
+        "seq": wl.seq, "precision": st.precision,
+        "efficiency": {"compute": r.efficiency.compute, "bandwidth": r.efficiency.bandwidth},
+        "dataset_samples": r.dataset_samples,
+        "sort": sort,
+        "hardware": [{
+            "gpu": h.name, "vendor": h.gpu.vendor, "memory_bytes": h.gpu.memory_bytes,
+            "bandwidth_bytes_per_s": h.gpu.bandwidth_bytes_per_s,
+            "peak_flops": h.peak_flops(st.precision)[0],
+            "peak_format": h.peak_flops(st.precision)[1],
+            "bandwidth_per_gb_per_s": h.bandwidth_per_gb(),
+            "ridge_point_flops_per_byte": h.ridge_point(st.precision),
+            "link": h.sheet.link, "link_bytes_per_s": int(h.sheet.link_bytes_per_s),
+            "fast_domain_gpus": h.sheet.fast_domain, "source": h.sheet.source,
+        } for h in plan.hardware],
+        "configs": [_config(c) for c in plan.sorted_configs(sort)],
+        "cloud": None if book is None else {
+            "currency": book.currency, "as_of": book.as_of, "source": book.source,
+            "options": [_cloud(f) for f in plan.cloud],
+            "cheapest": None if plan.cheapest is None else _cloud(plan.cheapest),
+        },
+        "spot": None if plan.spot is None else {
+            "caveat": plan.spot.caveat, "checkpoint_bytes": plan.spot.checkpoint_bytes,
+            "checkpoint_write_s": plan.spot.write_s,
+            "checkpoint_interval_s": plan.spot.interval_s,
+            "mean_s_between_interruptions": plan.spot.mean_s_between_interruptions,
+        },
+        "reference": None if plan.reference is None else {
+            "gpu": plan.reference.hardware.name, "gpus": plan.reference.gpus},
+        "levers": [{"change": lv.change, "saves_bytes": lv.saves_bytes,
+                    "time_delta_s": lv.time_delta_s, "time_ratio": lv.time_ratio,
+                    "why": lv.why} for lv in plan.levers],
+        "ignores": list(IGNORES),
+    }
+
+
+def seconds(s: float) -> str:
+    """A duration with its unit: 850 ms, 2.41 s, 3.5 min, 1.2 h."""
+    if s < 1:
+        return f"{s * 1000:.3g} ms"
+    if s < 120:
+        return f"{s:.3g} s"
+    if s < 7200:
+        return f"{s / 60:.3g} min"
+    return f"{s / 3600:.3g} h"
+
+
+def rate(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def money(value: float | None, currency: str) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.2f} {currency}" if value >= 1 else f"{value:.3g} {currency}"
+
+
+def to_text(plan: Plan, sort: str = "time") -> str:
+    r = plan.request
+    wl = r.workload
+    unit = "tokens/s" if wl.mode == "infer" or hasattr(r.spec, "heads") else "images/s"
+    lines = [
+        f"{r.spec.name}: {wl.mode}, global batch {global_batch(wl, r.setup):,} "
+        f"({'sequences' if hasattr(r.spec, 'heads') else 'images'}), {r.setup.precision}; "
+        f"efficiency {r.efficiency.compute:.0%} of peak compute, "
+        f"{r.efficiency.bandwidth:.0%} of peak bandwidth",
+        "",
+        f"{'GPU':<11}{'n':>2}  {'layout':<22}{'fits':<5}{'max mb':>7}{'mb×acc':>9}"
+        f"{'peak/GPU':>11}{'step':>10}  {'bound':<14}{unit + '/GPU':>14}",
+    ]
+    for c in plan.sorted_configs(sort):
+        layout = c.layout.describe() if c.layout else "—"
+        step = c.step
+        per = c.tokens_per_s_per_gpu if unit == "tokens/s" else c.samples_per_s_per_gpu
+        lines.append(
+            f"{c.hardware.name:<11}{c.gpus:>2}  {layout:<22}{'yes' if c.fits else 'no':<5}"
+            f"{c.max_micro_batch:>7}{(f'{c.micro_batch}×{c.grad_accum}' if c.fits else '—'):>9}"
+            f"{format_bytes(c.peak_bytes):>11}{(seconds(step.total_s) if step else '—'):>10}  "
+            f"{(step.bound if step else '—'):<14}{rate(per):>14}")
+    if plan.prices is not None:
+        book = plan.prices
+        lines += ["", f"Cloud ({book.source}, prices as of {book.as_of}, {book.currency}; "
+                      "edit them with --prices FILE):"]
+        for f in plan.cloud[:8]:
+            lines.append(
+                f"  {f.instance.name:<18} {f.config.gpus}×{f.instance.gpu:<10} "
+                f"{money(f.cost_per_step, book.currency):>14}/step  "
+                f"epoch {money(f.cost_per_epoch, book.currency)}"
+                + (f"  (spot {money(f.spot_cost_per_epoch, book.currency)})"
+                   if f.spot_cost_per_epoch is not None else ""))
+        if plan.cheapest is None:
+            lines.append("  no priced instance holds this workload")
+        else:
+            c = plan.cheapest
+            lines.append(f"  cheapest: {c.instance.name} ({c.instance.provider}), "
+                         f"{c.config.gpus}× {c.config.hardware.name}")
+    if plan.spot is not None:
+        sp = plan.spot
+        lines += ["", f"Spot: {sp.caveat}. A checkpoint of {format_bytes(sp.checkpoint_bytes)} "
+                      f"takes about {seconds(sp.write_s)} to write; with an interruption "
+                      f"every {seconds(sp.mean_s_between_interruptions)} on average, "
+                      f"checkpoint every {seconds(sp.interval_s)} (Young's formula)."]
+    if plan.levers and plan.reference is not None:
+        ref = plan.reference
+        lines += ["", f"Levers, cheapest in time first (on {ref.gpus}× {ref.hardware.name}):"]
+        for lv in plan.levers:
+            lines.append(f"  {lv.change:<34} saves {format_bytes(lv.saves_bytes):>10}  "
+                         f"time {lv.time_ratio - 1:+.0%}  {lv.why}")
+    lines += ["", "The roofline ignores: " + "; ".join(IGNORES) + "."]
+    return "\n".join(lines)

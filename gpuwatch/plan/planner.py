@@ -1,0 +1,101 @@
+"""The plan: every catalog GPU at 1, 2, 4 and 8, their step times, the cloud fit and the
+levers, for one model and setup. Pure computation (no I/O but the price file, read by
+the caller); takes tens of milliseconds, so windows run it off the GUI thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuwatch.budget.estimator import Estimate
+from gpuwatch.budget.specs import ModelSpec
+from gpuwatch.budget.workload import Setup, Workload
+from gpuwatch.plan.cloud import CloudFit, SpotAdvice, cloud_fits, spot_advice
+from gpuwatch.plan.errors import PlanError
+from gpuwatch.plan.hardware import Hardware, catalog
+from gpuwatch.plan.layouts import GPU_COUNTS, Config, Estimates, Layout, evaluate
+from gpuwatch.plan.levers import LeverCost, lever_costs
+from gpuwatch.plan.prices import PriceBook
+from gpuwatch.plan.roofline import Efficiency
+
+SORTS = ("time", "cost", "memory")
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    spec: ModelSpec
+    workload: Workload
+    setup: Setup
+    efficiency: Efficiency = field(default_factory=Efficiency)
+    dataset_samples: int | None = None
+    gpus: tuple[str, ...] = ()  # restrict to these catalog names (empty: all)
+    counts: tuple[int, ...] = GPU_COUNTS
+
+
+@dataclass(frozen=True)
+class Plan:
+    request: PlanInput
+    configs: tuple[Config, ...]
+    cloud: tuple[CloudFit, ...]
+    reference: Config | None  # where the levers are timed
+    levers: tuple[LeverCost, ...]
+    spot: SpotAdvice | None
+    prices: PriceBook | None
+    hardware: tuple[Hardware, ...]
+
+    @property
+    def cheapest(self) -> CloudFit | None:
+        return self.cloud[0] if self.cloud else None
+
+    def sorted_configs(self, key: str) -> list[Config]:
+        """Fitting configurations first, by step time, cost per step or peak memory."""
+        if key not in SORTS:
+            raise PlanError("--sort", f"--sort must be one of {', '.join(SORTS)}.")
+        cost = {id(f.config): f.cost_per_step for f in self.cloud}
+
+        def order(c: Config) -> tuple[int, float]:
+            if not c.fits or c.step is None:
+                return (2, float(c.peak_bytes))
+            if key == "cost":
+                price = cost.get(id(c))
+                return (0, price) if price is not None else (1, c.step.total_s)
+            if key == "memory":
+                return (0, float(c.peak_bytes))
+            return (0, c.step.total_s)
+
+        return sorted(self.configs, key=order)
+
+
+def _checkpoint_bytes(est: Estimate) -> int:
+    """What a resumable checkpoint holds: the trained weights and their optimizer states
+    (from a one-GPU estimate, so nothing is sharded)."""
+    b = est.breakdown
+    trained = b.parameters * est.trainable_params // max(1, est.params)
+    return int(trained + b.optimizer_states)
+
+
+def make_plan(request: PlanInput, prices: PriceBook | None) -> Plan:
+    """The whole plan for ``request``; ``prices`` None leaves out the cloud fit."""
+    hardware = tuple(h for h in catalog() if not request.gpus or h.name in request.gpus)
+    cache = Estimates(request.spec, request.workload, request.setup)
+    configs = tuple(evaluate(request.spec, cache, hw, n, request.efficiency)
+                    for hw in hardware for n in request.counts)
+    fits = [c for c in configs if c.fits]
+    cloud = tuple(cloud_fits(list(configs), prices, request.dataset_samples)) if prices else ()
+    if cloud:
+        reference: Config | None = cloud[0].config
+    else:
+        single = [c for c in fits if c.gpus == 1]
+        reference = min(single or fits, key=lambda c: c.step.total_s,  # type: ignore[union-attr]
+                        default=None)
+    levers: tuple[LeverCost, ...] = ()
+    if reference is not None and reference.layout is not None:
+        base = cache.get(reference.layout, reference.micro_batch, reference.grad_accum)
+        if base is not None:
+            levers = tuple(lever_costs(request.spec, reference, base, request.efficiency))
+    spot = None
+    if prices is not None and request.workload.mode == "train":
+        one = cache.get(Layout(1, 1, 0), 1, 1)
+        if one is not None:
+            spot = spot_advice(_checkpoint_bytes(one), prices)
+    return Plan(request, configs, cloud, reference, levers, spot, prices, hardware)
+
