@@ -1,0 +1,107 @@
+"""Series from Prometheus -> GPUs grouped by host: what plain dcgm-exporters give, what
+gpuwatch's exporters add, and what happens when a host's series stop."""
+
+from __future__ import annotations
+
+from gpuwatch.core.snapshot import GpuState
+from gpuwatch.telemetry.prometheus import names as n
+from gpuwatch.telemetry.prometheus.assemble import Assembler, host_of
+from gpuwatch.telemetry.prometheus.response import Series
+
+MIB = 1 << 20
+
+
+def gpu_series(host: str, gpu: int, used_mib: float, *, job: str = "dcgm",
+               extra: dict[str, float] | None = None) -> list[Series]:
+    labels = {"job": job, "instance": f"{host}:9400", "gpu": str(gpu),
+              "UUID": f"GPU-{host}-{gpu}", "modelName": "NVIDIA H100 80GB HBM3",
+              "Hostname": host, "device": f"nvidia{gpu}"}
+    values = {n.FB_USED: used_mib, n.FB_FREE: 81559 - used_mib, n.FB_RESERVED: 520.0,
+              **(extra or {})}
+    return [Series({**labels, "__name__": name}, 1.0, value) for name, value in values.items()]
+
+
+def up(host: str, value: float, job: str = "dcgm") -> Series:
+    return Series({"__name__": "up", "job": job, "instance": f"{host}:9400"}, 1.0, value)
+
+
+def test_dcgm_exporter_series_become_gpus_with_unknowns_as_none() -> None:
+    a = Assembler()
+    gpus, probes, warnings = a.build(
+        [*gpu_series("node-b", 1, 2048), *gpu_series("node-a", 0, 1024),
+         *gpu_series("node-b", 0, 4096), up("node-a", 1), up("node-b", 1)], 10.0)
+    assert [g.name for g in gpus] == ["node-a · GPU 0 · H100 80GB HBM3",
+                                      "node-b · GPU 0 · H100 80GB HBM3",
+                                      "node-b · GPU 1 · H100 80GB HBM3"]   # host by host
+    assert [g.index for g in gpus] == [0, 1, 2]
+    g = gpus[0]
+    assert g.state is GpuState.OK
+    assert g.memory.used_bytes == 1024 * MIB
+    assert g.memory.total_bytes == (81559 + 520) * MIB      # used + free + reserved
+    # dcgm-exporter's defaults say nothing of these: n/a, never 0
+    assert g.temperature_c is None and g.power_w is None and g.pcie_tx_bytes_per_s is None
+    assert g.power_limit_w is None
+    assert g.processes == () and "does not report processes" in g.processes_error
+    assert probes == () and warnings == ()
+
+
+def test_gpuwatch_series_add_processes_and_allocator_figures() -> None:
+    base = gpu_series("n1", 0, 1024, job="gw", extra={n.GPU_TOTAL: 85899345920,
+                                                       n.GPU_READABLE: 1})
+    labels = {"job": "gw", "instance": "n1:9400", "gpu": "0", "UUID": "GPU-n1-0",
+              "Hostname": "n1"}
+    proc = {**labels, "pid": "4242", "name": "python", "user": "ann", "container": ""}
+    series = [*base,
+              Series({**proc, "__name__": n.PROCESS_USED}, 1.0, 700 * MIB),
+              Series({**labels, "pid": "other", "name": n.OTHER_NAME, "user": "",
+                      "container": "", "__name__": n.PROCESS_USED}, 1.0, 10 * MIB),
+              Series({**proc, "__name__": n.ALLOC_RESERVED}, 1.0, 600 * MIB),
+              Series({**proc, "__name__": n.ALLOC_INACTIVE}, 1.0, 50 * MIB)]
+    gpus, probes, _ = Assembler().build(series, 5.0)
+    (g,) = gpus
+    assert g.memory.total_bytes == 85899345920
+    assert g.processes_error is None
+    (p,) = g.processes                       # the "other" bucket is no process row
+    assert (p.pid, p.name, p.user, p.container, p.used_bytes) == (4242, "python", "ann",
+                                                                  None, 700 * MIB)
+    (probe,) = probes
+    assert probe.pid == 4242 and probe.device_uuids == ("GPU-n1-0",)
+    assert probe.allocator.reserved_bytes == 600 * MIB
+    assert probe.allocator.inactive_split_bytes == 50 * MIB
+    assert probe.allocator.allocated_bytes is None
+
+
+def test_a_host_whose_series_stop_is_unreachable_not_empty() -> None:
+    a = Assembler()
+    a.build([*gpu_series("a", 0, 1000), *gpu_series("b", 0, 2000), up("a", 1), up("b", 1)], 1)
+    gpus, _, warnings = a.build([*gpu_series("a", 0, 1100), up("a", 1), up("b", 0)], 2)
+    ok, gone = gpus
+    assert ok.state is GpuState.OK and ok.memory.used_bytes == 1100 * MIB
+    assert gone.state is GpuState.ERROR and gone.index == 1
+    assert "host b unreachable" in gone.error and "up is 0" in gone.error
+    assert gone.memory.used_bytes is None and gone.memory.total_bytes is None   # not 0
+    assert warnings == ("1 host unreachable (no current series in Prometheus): b",)
+    # gone from Prometheus entirely (target removed): still unreachable, still there
+    gpus, _, _ = a.build(gpu_series("a", 0, 1200), 3)
+    assert "no current series" in gpus[1].error
+    # back: the same row again
+    gpus, _, warnings = a.build([*gpu_series("a", 0, 1, ), *gpu_series("b", 0, 5)], 4)
+    assert gpus[1].state is GpuState.OK and gpus[1].index == 1 and warnings == ()
+
+
+def test_one_gpu_gone_from_a_host_that_answers_is_lost() -> None:
+    a = Assembler()
+    a.build([*gpu_series("a", 0, 1), *gpu_series("a", 1, 1)], 1)
+    gpus, _, warnings = a.build(gpu_series("a", 0, 1), 2)
+    assert gpus[1].state is GpuState.LOST and "series stopped" in gpus[1].error
+    assert warnings == ()
+    gpus, _, _ = a.build([*gpu_series("a", 0, 1),
+                          *gpu_series("a", 1, 1, extra={n.GPU_READABLE: 0})], 3)
+    assert gpus[1].state is GpuState.LOST and "cannot be read" in gpus[1].error
+
+
+def test_hosts_come_from_hostname_or_the_instance() -> None:
+    assert host_of({"Hostname": "n", "instance": "10.0.0.1:9400"}) == "n"
+    assert host_of({"instance": "10.0.0.1:9400"}) == "10.0.0.1"
+    assert host_of({"instance": "[fd00::1]:9400"}) == "fd00::1"
+    assert host_of({"instance": "gpu-7"}) == "gpu-7"
