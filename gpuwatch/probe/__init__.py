@@ -12,7 +12,8 @@ private to the user. Importing this module needs neither Qt nor a GPU; torch is 
 imported when a probe is attached.
 
 ``probe.find_max_batch(step_fn, start=…, limit=…)`` finds the largest batch that runs,
-recovering from each out-of-memory error.
+recovering from each out-of-memory error; ``probe.AdaptiveBatch`` keeps adapting it
+during training (smaller after an out-of-memory error, larger when memory allows).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.probe.adaptive import AdaptiveBatch, BatchChange
 from gpuwatch.probe.batch_search import BatchSearch, find_max_batch, is_out_of_memory
 from gpuwatch.probe.publisher import Probe
 
-__all__ = ["BatchSearch", "Probe", "attach", "detach", "find_max_batch", "is_out_of_memory"]
+__all__ = ["AdaptiveBatch", "BatchChange", "BatchSearch", "Probe", "attach", "current",
+           "detach", "find_max_batch", "is_out_of_memory"]
 
 _current: Probe | None = None
 
@@ -44,3 +47,8 @@ def detach(withdraw: bool = True) -> None:
     if _current is not None:
         _current.close(withdraw=withdraw)
         _current = None
+
+
+def current() -> Probe | None:
+    """The probe attached in this process, if any."""
+    return _current
