@@ -1,30 +1,53 @@
 """The row (or grid) of GPU cards: one per GPU seen, laid out by how many there are.
 
 Above them, the snapshot's warnings, when it has any: with no GPU at all (NVML lists
-none) the sentence saying what to check stands where the cards would be.
+none) the sentence saying what to check stands where the cards would be. Before the
+first sample, a line says the window is waiting for it. A single GPU's card takes the
+whole width.
+
+Each card's outline and badge follow the worst open advisor hint for its GPU: the
+window hands the advisor's open hints to :meth:`CardsView.show_hints` (or levels to
+:meth:`CardsView.set_hint_levels`). A click on a card (or Enter/Space on the focused
+card) asks to focus the window on that GPU: :attr:`CardsView.focus_requested` carries
+its index; clicking it again, or Esc, asks for all GPUs again (``ALL_GPUS``, -1).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Iterable, Mapping
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from gpuwatch.core.hints import Hint, Severity
+from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.core.units import UnitSystem
+from gpuwatch.ui.live.card_state import hint_titles, worst_levels
 from gpuwatch.ui.live.gpu_card import GpuCard
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
 
+ALL_GPUS = -1      # focus_requested's "no GPU in particular"
+WAITING = "Waiting for the first sample…"
+
 
 def columns_for(n: int) -> int:
-    return 2 if n <= 2 else 3 if n in (3, 6, 9) else 4
+    return n if n <= 2 else 3 if n in (3, 6, 9) else 4
 
 
 class CardsView(QScrollArea):
-    def __init__(self, parent: QWidget | None = None):
+    focus_requested = Signal(int)     # a GPU's index, or ALL_GPUS
+
+    def __init__(self, parent: QWidget | None = None, history: History | None = None):
         super().__init__(parent)
+        self.history = history            # the window's: each card's sparkline reads it
         self.cards: dict[int, GpuCard] = {}
+        self.focused_gpu: int | None = None
+        self._levels: dict[int, Severity] = {}
+        self._hint_lines: dict[int, tuple[str, ...]] = {}
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._inner = QWidget()
@@ -34,6 +57,11 @@ class CardsView(QScrollArea):
         self.notice.setTextFormat(Qt.TextFormat.PlainText)
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notice.hide()
+        self.waiting = QLabel(WAITING)    # the empty state, until the first snapshot
+        self.waiting.setObjectName("cardsWaiting")
+        self.waiting.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.waiting.setProperty("muted", True)
+        self.waiting.setAccessibleName(WAITING)
         self._warnings: tuple[str, ...] = ()
         self._preferred = 0      # up to two rows of cards and the notice, without scrolling
         self._grid = QGridLayout()
@@ -42,6 +70,7 @@ class CardsView(QScrollArea):
         self._top = top = QVBoxLayout()     # no room while the notice is hidden
         top.setContentsMargins(0, 0, 0, 0)
         top.addWidget(self.notice)
+        top.addWidget(self.waiting)
         outer = QVBoxLayout(self._inner)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
@@ -83,23 +112,68 @@ class CardsView(QScrollArea):
         self.notice.setStyleSheet(
             f"QLabel#cardsNotice {{ background: {c.banner_warn}; color: {c.text}; "
             f"border-left: 4px solid {c.warning}; padding: 8px 12px; }}")
+        for card in self.cards.values():
+            card.restyle()
 
     def update_snapshot(self, snap: Snapshot, units: UnitSystem, thresholds: Thresholds,
                         overlays: dict[int, Overlay]) -> bool:
         """Update every card; True when the cards' layout (and height) changed."""
+        if not self.waiting.isHidden():
+            self.waiting.hide()
         new = [g.index for g in snap.gpus if g.index not in self.cards]
         for index in new:
-            self.cards[index] = GpuCard(index)
+            card = self.cards[index] = GpuCard(index)
+            card.set_level(self._levels.get(index), self._hint_lines.get(index, ()))
+            card.set_selected(index == self.focused_gpu)
+            card.activated.connect(self._card_activated)
         if new:
             self._relayout()
+        history = self.history
         for g in snap.gpus:
-            self.cards[g.index].update_sample(g, units, thresholds, overlays.get(g.index))
+            self.cards[g.index].update_sample(
+                g, units, thresholds, overlays.get(g.index), snap.timestamp_s,
+                None if history is None else history.gpu(g.index))
         if any(c.height_changed for c in self.cards.values()):
             for c in self.cards.values():
                 c.height_changed = False
             self._relayout()
             return True
         return bool(new)
+
+    # hints and focus ----------------------------------------------------------------
+    def show_hints(self, hints: Iterable[Hint]) -> None:
+        """The advisor's open hints (``WindowAdvisor.hints_changed``): each card's outline
+        and badge become the worst warning or critical hint for its GPU."""
+        hints = list(hints)
+        self.set_hint_levels(worst_levels(hints), hint_titles(hints))
+
+    def set_hint_levels(self, levels: Mapping[int, Severity],
+                        lines: Mapping[int, tuple[str, ...]] | None = None) -> None:
+        """GPU index -> its worst open hint's severity (a GPU not given has none);
+        ``lines``: the hints' titles per GPU, for the badge's tooltip."""
+        self._levels = dict(levels)
+        self._hint_lines = dict(lines or {})
+        for index, card in self.cards.items():
+            card.set_level(self._levels.get(index), self._hint_lines.get(index, ()))
+
+    def set_focused_gpu(self, index: int | None) -> None:
+        """Mark the GPU the window is focused on (None: all), without a signal."""
+        self.focused_gpu = index
+        for i, card in self.cards.items():
+            card.set_selected(i == index)
+
+    def _card_activated(self, index: int) -> None:
+        """A click (or Enter/Space) on a card: focus that GPU, or all again if it was."""
+        index = ALL_GPUS if index == self.focused_gpu else index
+        self.set_focused_gpu(None if index == ALL_GPUS else index)
+        self.focus_requested.emit(index)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape and self.focused_gpu is not None:
+            self.set_focused_gpu(None)
+            self.focus_requested.emit(ALL_GPUS)
+            return
+        super().keyPressEvent(event)
 
     def _relayout(self) -> None:
         for card in self.cards.values():

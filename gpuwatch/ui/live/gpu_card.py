@@ -1,29 +1,40 @@
-"""One GPU at a glance: memory bar by process, used/free, busy vs bandwidth, PCIe, heat, power.
+"""One GPU at a glance: how close to out-of-memory, who uses it, and how it got there.
 
-Labels are only touched when their text changes, so a card whose numbers are steady
-costs almost nothing per sample. A lost GPU keeps its last known name and greys out
-with the reason, and comes back to life by itself when the GPU does. A process that runs
-the probe (``probes``, set by the window before each update) has its bar segment split
-into allocated / cached free / outside PyTorch, with a legend line under the bar.
+The largest figures are % used and free (never cut: they step their font down to fit).
+Under them the memory bar by process, with ticks at the warning and critical
+thresholds, then used / total beside a sparkline of the last minutes, the largest
+processes, and busy, bandwidth, PCIe, NVLink (where the GPU has it), heat and power.
+
+The outline and badge are the worst open advisor hint for this GPU (``set_level``), in
+words and shape as well as colour, so the card and the Advisor tab never disagree; the
+% used figure takes the same colour. A lost GPU is the loudest card: a critical
+outline on a shaded card, "lost 55 s ago", its last known memory faded; it comes back
+to life by itself when the GPU does. A click (or Enter/Space with the keyboard focus)
+emits :attr:`activated`. Every part repaints only when what it shows changed.
 """
 
 from __future__ import annotations
 
-import html
-
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from gpuwatch.core.hints import Severity
+from gpuwatch.core.history import Ring
 from gpuwatch.core.probe_format import ProbeReport
-from gpuwatch.core.snapshot import (
-    EXITED_PROCESS_LABEL,
-    GpuSample,
-    GpuState,
-    HostStatus,
-    ProcessSample,
+from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
+from gpuwatch.core.units import UnitSystem, format_bytes, format_percent
+from gpuwatch.ui.live import card_texts
+from gpuwatch.ui.live.card_badge import ICON_CRITICAL, ICON_LOST, ICON_WARNING, SeverityBadge
+from gpuwatch.ui.live.card_figure import BigFigure
+from gpuwatch.ui.live.card_sparkline import Sparkline
+from gpuwatch.ui.live.card_state import (
+    LEVEL_WORDS,
+    STATE_WORDS,
+    describe,
+    level_color,
+    lost_phrase,
 )
-from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.live.probe_view import largest, legend_lines, probe_split, split_segments
@@ -31,7 +42,7 @@ from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
 
-LEGEND_PROCESSES = 3
+_ICONS = {Severity.WARNING: ICON_WARNING, Severity.CRITICAL: ICON_CRITICAL}
 
 
 class _Label(QLabel):
@@ -45,53 +56,74 @@ class _Label(QLabel):
 
 
 class GpuCard(QFrame):
+    activated = Signal(int)       # this GPU's index: clicked, or Enter/Space
+
     def __init__(self, index: int, parent: QWidget | None = None):
         super().__init__(parent)
         self.index = index
         self.setObjectName("gpuCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._name = f"GPU {index}"
         self._order: dict[int, int] = {}      # pid -> first-seen rank, so segments don't jump
         self._placed: tuple[int, ...] = ()    # the pids the bar's colours were handed out for
         # pid -> (name, tooltip head, colour) of its bar segment
         self._segment_names: dict[int, tuple[str | None, str, QColor]] = {}
         self.state = GpuState.OK
+        self.level: Severity | None = None    # the worst open warning/critical hint
+        self._hint_lines: tuple[str, ...] = ()
+        self.lost_since: float | None = None  # snapshot time the GPU was first seen lost
+        self.selected = False                 # the GPU the window is focused on
+        self._hover = False
         self.height_changed = False   # the budget line came or went: the view may re-fit
         self._total_bytes: int | None = None
+        self._last_known: tuple[list[Run], list[Segment], float] | None = None
         self.probes: dict[int, ProbeReport] = {}   # pid -> this sample's report, on this GPU
         self._splits: dict[int, list[Segment]] = {}   # pid -> its split's segments
         self._probe_key: tuple | None = None          # what the probe legend shows now
+        self._described: tuple | None = None
+        self._pens: tuple | None = None
 
         self.title = TextLines(fit_text=True)
-        self.badge = _Label()
-        self.badge.setObjectName("badge")
+        self.badge = SeverityBadge()
         self.vitals = TextLines(fit_text=True, align_right=True)
+        self.percent = BigFigure()
+        self.free = BigFigure(align_right=True)
         self.bar = MemoryBar()
         self.used = TextLines(fit_text=True)
-        self.free = TextLines(fit_text=True, align_right=True)
+        self.spark = Sparkline(index)
         self.legend = TextLines(fit_text=True)
         self.busy = TextLines(fit_text=True)
         self.bandwidth = TextLines(fit_text=True)
         self.util = TextLines(fit_text=True)
         self.pcie = TextLines(fit_text=True)
+        self.nvlink = TextLines(fit_text=True)
+        self.nvlink.hide()
         self.budget = _Label()
         self.budget.setTextFormat(Qt.TextFormat.RichText)
         self.budget.setWordWrap(True)
         self.budget.hide()
         self.probe = TextLines()     # the probe's legend: as wide as the card, cut to fit
         self.probe.hide()
-        self._muted = (self.busy, self.bandwidth, self.util, self.pcie, self.legend, self.free)
+        self._muted = (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink,
+                       self.legend)
         self._plain = (self.title, self.vitals, self.used)
         self._colors_key: tuple | None = None
 
         top = QHBoxLayout()
-        top.setSpacing(8)
+        top.setSpacing(6)
         top.addWidget(self.title, 1)
         top.addWidget(self.badge)
         top.addWidget(self.vitals)
+        figures = QHBoxLayout()
+        figures.setSpacing(8)
+        figures.addWidget(self.percent)
+        figures.addStretch(1)
+        figures.addWidget(self.free)
         usage = QHBoxLayout()
-        usage.addWidget(self.used, 1)
-        usage.addWidget(self.free)
+        usage.setSpacing(8)
+        usage.addWidget(self.used)
+        usage.addWidget(self.spark, 1)
         metrics = QGridLayout()
         metrics.setHorizontalSpacing(16)
         metrics.setVerticalSpacing(2)
@@ -99,12 +131,14 @@ class GpuCard(QFrame):
         metrics.addWidget(self.bandwidth, 0, 1)
         metrics.addWidget(self.util, 1, 0)
         metrics.addWidget(self.pcie, 1, 1)
+        metrics.addWidget(self.nvlink, 2, 1)
         metrics.setColumnStretch(0, 1)
         metrics.setColumnStretch(1, 1)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(12, 10, 12, 10)
-        layout.setSpacing(5)
+        layout.setContentsMargins(12, 8, 12, 8)
+        layout.setSpacing(4)
         layout.addLayout(top)
+        layout.addLayout(figures)
         layout.addWidget(self.bar)
         layout.addLayout(usage)
         layout.addWidget(self.probe)
@@ -112,69 +146,147 @@ class GpuCard(QFrame):
         layout.addLayout(metrics)
         layout.addWidget(self.budget)
         layout.addStretch(1)
-        self.badge.hide()
+        self.setAccessibleName(self._name)
 
     # ------------------------------------------------------------------------------
     def update_sample(self, g: GpuSample, units: UnitSystem, thresholds: Thresholds,
-                      overlay: Overlay | None = None) -> None:
+                      overlay: Overlay | None = None, now_s: float | None = None,
+                      ring: Ring | None = None) -> None:
+        """Show ``g`` (sampled at ``now_s``); ``ring`` is its history, for the sparkline."""
         if g.name:
             self._name = g.name.removeprefix("NVIDIA ")
         self.title.set_runs([Run(f"GPU {g.index}", bold=True), Run(f"  {self._name}")],
                             g.uuid or None)
-        self._set_state(g)
+        self._set_state(g, now_s)
         self._apply_colors()
+        warn, crit = thresholds.memory_warning_percent, thresholds.memory_critical_percent
+        c = theme.colors()
+        self.bar.set_ticks(((warn / 100, c.warning, f"{warn:g} % of capacity: the warning "
+                             "threshold"), (crit / 100, c.critical, f"{crit:g} % of "
+                             "capacity: the critical threshold")))
+        self.spark.set_guides((warn / 100, crit / 100))
         if g.state is not GpuState.OK and g.memory.total_bytes is None:
-            self._show_lost(g)
+            self._show_lost(g, now_s)
+        else:
+            self._show_memory(g, units, overlay)
+            self._show_metrics(g, thresholds)
+        if now_s is not None:
+            self.spark.update_from(ring, now_s)
+        self._describe()
+
+    def set_level(self, level: Severity | None, lines: tuple[str, ...] = ()) -> None:
+        """The worst open warning or critical hint for this GPU (None: none), and the
+        hints' titles for the badge's tooltip. Nothing changed, nothing repaints."""
+        if level is not None and level < Severity.WARNING:
+            level = None
+        if (level, lines) == (self.level, self._hint_lines):
             return
-        self._show_memory(g, units, thresholds, overlay)
-        self._show_metrics(g, thresholds)
+        self.level, self._hint_lines = level, lines
+        self._update_badge()
+        self._color_percent()
+        self._describe()
+        self.update()
+
+    def set_selected(self, selected: bool) -> None:
+        """Mark this card as the GPU the window is focused on."""
+        if selected != self.selected:
+            self.selected = selected
+            self._described = None
+            self._describe()
+            self.update()
+
+    # state --------------------------------------------------------------------------
+    def _set_state(self, g: GpuSample, now_s: float | None) -> None:
+        greyed = g.state is not GpuState.OK
+        if greyed and self.lost_since is None:
+            self.lost_since = now_s
+        elif not greyed:
+            self.lost_since = None
+        if greyed != (self.state is not GpuState.OK):
+            self.state = g.state
+            self.setProperty("lost", greyed)
+            self.style().unpolish(self)
+            self.style().polish(self)
+            self.spark.set_faded(greyed)
+            self.free.setVisible(not greyed)
+            self.update()
+        self.state = g.state
+        self._error = g.error or ""
+        self._update_badge()
+
+    def _update_badge(self) -> None:
+        c = theme.colors()
+        if self.state is not GpuState.OK:
+            self.badge.set_state(STATE_WORDS[self.state], ICON_LOST, c.critical,
+                                 c.on_severity, self._error)
+        elif self.level is not None:
+            self.badge.set_state(LEVEL_WORDS[self.level], _ICONS[self.level],
+                                 level_color(c, self.level) or c.warning, c.on_severity,
+                                 "\n".join(self._hint_lines))
+        else:
+            self.badge.set_state(None)
+
+    def restyle(self) -> None:
+        """Take the current theme's colours (at once, not at the next sample)."""
+        self._apply_colors()
+        self.update()
 
     def _apply_colors(self) -> None:
-        """Text and background colours of the painted labels: the theme's, muted on a
-        lost card (as the stylesheet does for the card itself)."""
+        """Text and background colours of the painted parts: the theme's, muted on the
+        shaded card of a lost GPU (as the stylesheet does for the card itself)."""
         c = theme.colors()
         lost = self.state is not GpuState.OK
         key = (c, lost)
         if key == self._colors_key:
             return
         self._colors_key = key
-        background = QColor(c.window if lost else c.card)
+        background = QColor(c.lost_card if lost else c.card)
         muted, text = QColor(c.muted), QColor(c.muted if lost else c.text)
         for label in self._muted:
             label.set_colors(muted, background)
         for label in self._plain:
             label.set_colors(text, background)
+        for figure in (self.percent, self.free):
+            figure.set_background(background)
         self.bar.set_background(background)
+        self._pens = None
+        self._update_badge()
+        self._color_percent()
 
-    def _set_state(self, g: GpuSample) -> None:
-        greyed = g.state is not GpuState.OK
-        if greyed != (self.state is not GpuState.OK):
-            self.setProperty("lost", greyed)
-            self.style().unpolish(self)
-            self.style().polish(self)
-        self.state = g.state
-        if greyed:
-            word = "LOST" if g.state is GpuState.LOST else "ERROR"
-            self.badge.set(word, g.error or "")
-            self.badge.show()
+    def _color_percent(self) -> None:
+        """% used (or "lost 55 s ago") in the colour of the card's state."""
+        c = theme.colors()
+        lost = self.state is not GpuState.OK
+        self.percent.set_colors(c.critical if lost else level_color(c, self.level) or c.text,
+                                c.muted)
+
+    # contents -----------------------------------------------------------------------
+    def _show_lost(self, g: GpuSample, now_s: float | None) -> None:
+        """The last known memory, faded, under "lost 55 s ago"."""
+        since = None if now_s is None or self.lost_since is None else now_s - self.lost_since
+        phrase = lost_phrase(g.state, since)
+        c = theme.colors()
+        self.percent.set_figure(phrase, "", c.critical, c.muted)
+        head = "GPU lost" if g.state is GpuState.LOST else "Read failed"
+        if self._last_known is not None:
+            runs, segments, total = self._last_known
+            self.used.set_runs([Run(f"{head} · last known "), *runs])
+            self.bar.set_data(total, segments, greyed=True)
         else:
-            self.badge.hide()
-
-    def _show_lost(self, g: GpuSample) -> None:
-        reason = g.error or "no reason given by the driver"
-        self.bar.set_data(1.0, [], greyed=True)
+            self.used.set(f"No data — {head}")
+            self.bar.set_data(1.0, [], greyed=True)
         self.bar.set_overlay(0, None, "iec")
-        self.used.set("No data — " + ("GPU lost" if g.state is GpuState.LOST else "read failed"))
-        self.free.set("")
-        self.legend.set(reason)
-        for label in (self.busy, self.bandwidth, self.util, self.pcie):
+        self.legend.set(g.error or "no reason given by the driver")
+        for label in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
             label.set("")
+        self.nvlink.hide()
         self.vitals.set("")
-        self.budget.hide()
+        if not self.budget.isHidden():
+            self.budget.hide()
+            self.height_changed = True
         self._show_probe(None, None, "iec")
 
-    def _show_memory(self, g: GpuSample, units: UnitSystem, thresholds: Thresholds,
-                     overlay: Overlay | None) -> None:
+    def _show_memory(self, g: GpuSample, units: UnitSystem, overlay: Overlay | None) -> None:
         c = theme.colors()
         m = g.memory
         total = float(m.total_bytes or 0)
@@ -209,31 +321,14 @@ class GpuCard(QFrame):
         self.bar.set_overlay(overlay_start, overlay, units)
 
         frac = m.used_fraction
-        pct = None if frac is None else 100 * frac
-        color = c.text
-        if pct is not None and pct >= thresholds.memory_critical_percent:
-            color = c.critical
-        elif pct is not None and pct >= thresholds.memory_warning_percent:
-            color = c.warning
-        used = _in_unit_of(m.used_bytes, m.total_bytes, units)
-        self.used.set_runs([Run(used, color, bold=True),
-                            Run(f" / {format_bytes(m.total_bytes, units)} used", color),
-                            Run(f"  {format_percent(pct)}", c.muted)])
-        self.free.set(f"{format_bytes(m.free_bytes, units)} free")
-
-        runs: list[Run] = []
-        for p in sorted(procs, key=lambda p: -(p.used_bytes or 0))[:LEGEND_PROCESSES]:
-            runs += [Run("■ ", theme.process_color(p.pid).name()), Run(f"{_proc_name(p)} "),
-                     Run(f"{format_bytes(p.used_bytes, units)}   ", c.muted)]
-        more = len(procs) - LEGEND_PROCESSES
-        if more > 0:
-            runs.append(Run(f"+{more} more", c.muted))
-        if g.processes_error is not None:
-            state = "incomplete" if procs else "unavailable"
-            runs.append(Run(f"Process list {state}: {g.processes_error}", c.warning))
-        elif not procs:
-            runs.append(Run("No processes", c.muted))
-        self.legend.set_runs(runs)
+        self.percent.set_figure(format_percent(None if frac is None else 100 * frac), "used",
+                                level_color(c, self.level) or c.text, c.muted)
+        free = format_bytes(m.free_bytes, units)
+        self.free.set_figure(free, "free", c.text, c.muted)
+        used = card_texts.used_runs(g, units)
+        self.used.set_runs(used)
+        self._last_known = ([*used, Run(f" · {free} free")], segments, total)
+        self.legend.set_runs(card_texts.legend_runs(g, procs, units))
         shown = largest(procs, self.probes, overlay.pid if overlay else None) \
             if self._splits else None
         self._show_probe(shown, overlay, units)
@@ -256,7 +351,7 @@ class GpuCard(QFrame):
             listed += size
             named = known.get(p.pid)
             if named is None or named[0] != p.name:
-                named = known[p.pid] = (p.name, f"{_proc_name(p)} (pid {p.pid})",
+                named = known[p.pid] = (p.name, f"{card_texts.proc_name(p)} (pid {p.pid})",
                                         theme.process_color(p.pid))
             segments.append(make(Segment, (size, named[2], named[1], solid, "", None, units)))
         return segments, listed, overlay_start
@@ -276,8 +371,8 @@ class GpuCard(QFrame):
             if split is None:
                 segments += self._process_segments([p], None, units)[0]
             else:
-                parts = self._splits[p.pid] = split_segments(_proc_name(p), p.pid, split,
-                                                             units)
+                parts = self._splits[p.pid] = split_segments(card_texts.proc_name(p), p.pid,
+                                                             split, units)
                 segments += parts
         return segments, listed, overlay_start
 
@@ -311,66 +406,110 @@ class GpuCard(QFrame):
         if overlay is None:
             self.budget.hide()
             return
-        c = theme.colors()
-        pred = overlay.prediction
-        text = (f"<b>Budget</b> pid {overlay.pid} · {html.escape(pred.label)}: predicted "
-                f"<b>{format_bytes(pred.total_bytes, units)}</b>, measured "
-                f"{format_bytes(overlay.measured_bytes, units)}")
-        capacity = self._total_bytes
-        if capacity and pred.total_bytes > capacity:
-            text += (f", <span style='color:{c.critical}'><b>more than this GPU's "
-                     f"{format_bytes(capacity, units)}</b></span>")
-        elif overlay.unexplained_bytes:
-            text += (f", <span style='color:{theme.UNEXPLAINED_COLOR}'><b>unexplained "
-                     f"{format_bytes(overlay.unexplained_bytes, units)}</b></span>")
-        elif overlay.headroom_bytes:
-            text += f", <span style='color:{c.ok}'>below its peak by " \
-                    f"{format_bytes(overlay.headroom_bytes, units)}</span>"
         split = self._splits.get(overlay.pid)
-        if split is not None:
-            text += (f"; the probe counts <b>{format_bytes(split[0].bytes, units)}"
-                     "</b> in tensors")
-        self.budget.set(text)
+        self.budget.set(card_texts.budget_html(overlay, self._total_bytes,
+                                               None if split is None else split[0].bytes,
+                                               units))
         self.budget.show()
 
     def _show_metrics(self, g: GpuSample, thresholds: Thresholds) -> None:
+        busy, bandwidth, util, pcie, nvlink = card_texts.metric_texts(g)
+        self.busy.set(busy, card_texts.BUSY_TIP)
+        self.bandwidth.set(bandwidth, card_texts.BANDWIDTH_TIP)
+        self.util.set(util, card_texts.UTIL_TIP)
+        self.pcie.set(pcie, card_texts.PCIE_TIP)
+        if nvlink:
+            self.nvlink.set(nvlink, card_texts.NVLINK_TIP)
+        if bool(nvlink) == self.nvlink.isHidden():
+            self.nvlink.setVisible(bool(nvlink))
+            self.height_changed = True
+        self.vitals.set_runs(card_texts.vitals_runs(g, thresholds))
+
+    # accessibility ------------------------------------------------------------------
+    def _describe(self) -> None:
+        """Name and description for screen readers (the figures are painted): rebuilt
+        only when a shown text changed."""
+        state = None
+        if self.state is not GpuState.OK:
+            state = f"{STATE_WORDS[self.state]}, {self.percent.text()}"
+        elif self.level is not None:
+            state = LEVEL_WORDS[self.level].capitalize()
+        figures = () if self.state is not GpuState.OK else (
+            f"{self.percent.text()}, {self.free.text()}",)
+        key = (self._name, state, self._hint_lines, figures, self.used.text(),
+               self.legend.text(), self.vitals.text(), self.selected)
+        if key == self._described:
+            return
+        self._described = key
+        name = f"GPU {self.index} {self._name}" + (", focused" if self.selected else "")
+        if name != self.accessibleName():
+            self.setAccessibleName(name)
+        self.setAccessibleDescription(describe(
+            name, (*figures, self.used.text(), self.legend.text(), self.vitals.text()),
+            state, self._hint_lines))
+
+    # painting and input ------------------------------------------------------------
+    def _outline_pens(self, c: theme.Colors) -> tuple:
+        if self._pens is None or self._pens[0] != c:
+            focus = QPen(QColor(c.focus), 1.5, Qt.PenStyle.DashLine)
+            self._pens = (c, {None: None, Severity.WARNING: QPen(QColor(c.warning), 2),
+                              Severity.CRITICAL: QPen(QColor(c.critical), 2)},
+                          QPen(QColor(c.hover), 1), focus, QColor(c.focus))
+        return self._pens
+
+    def paintEvent(self, event: object) -> None:
+        super().paintEvent(event)   # type: ignore[arg-type]
         c = theme.colors()
-        self.busy.set(f"Memory busy {format_percent(g.memory_busy_percent)} of time",
-                      "Share of the last sample period in which device memory was being read "
-                      "or written (NVML utilization.memory). It is not how full memory is.")
-        peak = format_rate(g.peak_bandwidth_bytes_per_s)
-        self.bandwidth.set(f"≈ {format_rate(g.estimated_bandwidth_bytes_per_s)} est. "
-                           f"of {peak}",
-                           "Estimated DRAM bandwidth: memory busy % × the peak bandwidth from "
-                           "bus width and memory clock. An estimate, not a counter.")
-        self.util.set(f"GPU busy {format_percent(g.gpu_util_percent)}",
-                      "Share of time a kernel was running (NVML utilization.gpu)")
-        self.pcie.set(f"PCIe ↓ {format_rate(g.pcie_rx_bytes_per_s)}  "
-                      f"↑ {format_rate(g.pcie_tx_bytes_per_s)}",
-                      "PCIe receive (↓ host to GPU) and transmit (↑ GPU to host)")
-        temp = "n/a °C" if g.temperature_c is None else f"{g.temperature_c:.0f} °C"
-        hot = g.temperature_c is not None and g.temperature_c >= thresholds.temperature_warning_c
-        if g.power_w is None:
-            power = "n/a W"
-        elif g.power_limit_w:
-            power = f"{g.power_w:.0f} / {g.power_limit_w:.0f} W"
-        else:
-            power = f"{g.power_w:.0f} W"
-        self.vitals.set_runs([Run(temp, c.warning if hot else None), Run(f" · {power}")])
+        _, levels, hover, focus, accent = self._outline_pens(c)
+        level = Severity.CRITICAL if self.state is not GpuState.OK else self.level
+        pen = levels[level] or (hover if self._hover else None)
+        if pen is None and not self.selected and not self.hasFocus():
+            return
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        r = QRectF(self.rect())
+        if pen is not None:
+            p.setPen(pen)
+            p.drawRoundedRect(r.adjusted(1, 1, -1, -1), 8, 8)
+        if self.selected:                   # the GPU the window is focused on
+            p.fillRect(QRectF(3, 10, 4, r.height() - 20), accent)
+        if self.hasFocus():
+            p.setPen(focus)
+            p.drawRoundedRect(r.adjusted(4, 4, -4, -4), 6, 6)
+        p.end()
 
+    def enterEvent(self, event: object) -> None:
+        self._hover = True
+        self.update()
+        super().enterEvent(event)   # type: ignore[arg-type]
 
-def _proc_name(p: ProcessSample) -> str:
-    if p.name or p.cmdline:
-        return p.name or p.cmdline[0]
-    if p.host_status is HostStatus.EXITED:
-        return EXITED_PROCESS_LABEL
-    return f"pid {p.pid}"
+    def leaveEvent(self, event: object) -> None:
+        self._hover = False
+        self.update()
+        super().leaveEvent(event)   # type: ignore[arg-type]
 
+    def focusInEvent(self, event: object) -> None:
+        self.update()
+        super().focusInEvent(event)   # type: ignore[arg-type]
 
-def _in_unit_of(n: int | None, total: int | None, units: UnitSystem) -> str:
-    """The used figure in the unit of the total, so '17.7 / 24.0 GiB' reads at a glance."""
-    if n is None:
-        return "n/a"
-    unit = format_bytes(total or n, units).rsplit(" ", 1)[-1]
-    factor = SIZE_UNITS.get(unit.upper(), 1)
-    return f"{n / factor:.1f}"
+    def focusOutEvent(self, event: object) -> None:
+        self.update()
+        super().focusOutEvent(event)   # type: ignore[arg-type]
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            event.accept()          # the release comes here: a click
+            return
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(
+                event.position().toPoint()):
+            self.activated.emit(self.index)
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            self.activated.emit(self.index)
+            return
+        super().keyPressEvent(event)

@@ -69,6 +69,7 @@ class MemoryBar(QWidget):
         self._laid_out: tuple | None = None   # (width, measured row, predicted row)
         self._label_font: QFont | None = None
         self._label_metrics: QFontMetricsF | None = None
+        self._ticks: tuple[tuple[float, QColor, str], ...] = ()
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(self.BAR_HEIGHT)
@@ -89,6 +90,22 @@ class MemoryBar(QWidget):
             self._total, self._segments, self._greyed = total, segments, greyed
             self._laid_out = None
             self.update()
+
+    def set_ticks(self, ticks: tuple[tuple[float, str, str], ...]) -> None:
+        """Marks across the measured row at fractions of the capacity: (fraction, colour,
+        what it means), e.g. the warning and critical thresholds at 85 and 95 %."""
+        made = tuple((min(1.0, max(0.0, f)), QColor(color), what) for f, color, what in ticks)
+        if [(f, c.rgba(), w) for f, c, w in made] != \
+                [(f, c.rgba(), w) for f, c, w in self._ticks]:
+            self._ticks = made
+            self.update()
+
+    def tick_positions(self) -> list[float]:
+        """The x of each tick's centre, px (for tests)."""
+        return [self._tick_x(f) for f, _, _ in self._ticks]
+
+    def _tick_x(self, fraction: float) -> float:
+        return min(max(fraction * self.width(), 2.0), self.width() - 2.0)
 
     def set_overlay(self, start_bytes: float, overlay: Overlay | None, units: str) -> None:
         pred: list[Segment] = []
@@ -193,6 +210,10 @@ class MemoryBar(QWidget):
             p.setFont(self.font())
             self._draw_labels(p, labelled)
         p.drawImage(0, 0, self._frame_image(w, background, QColor(c.card_border)))
+        for fraction, color, _ in self._ticks:     # a line on a halo of the card's colour
+            x = self._tick_x(fraction)
+            p.fillRect(QRectF(x - 2, 0, 4, self.BAR_HEIGHT), background)
+            p.fillRect(QRectF(x - 1, 0, 2, self.BAR_HEIGHT), color)
         for rect, seg in self._rows()[1] if self._prediction else []:
             path = QPainterPath()
             path.addRoundedRect(rect, 2, 2)
@@ -267,6 +288,11 @@ class MemoryBar(QWidget):
 
     def mouseMoveEvent(self, event: object) -> None:
         pos = event.position()  # type: ignore[attr-defined]
+        for fraction, _, what in self._ticks:
+            if abs(pos.x() - self._tick_x(fraction)) <= 3 and pos.y() <= self.BAR_HEIGHT:
+                QToolTip.showText(event.globalPosition().toPoint(),  # type: ignore[attr-defined]
+                                  what, self)
+                return
         for rect, seg in self._rects():
             if rect.contains(pos):
                 QToolTip.showText(event.globalPosition().toPoint(),  # type: ignore[attr-defined]

@@ -49,7 +49,10 @@ UNEXPLAINED_COLOR = "#e15759"
 
 @dataclass(frozen=True)
 class Colors:
-    """Colours that depend on light or dark."""
+    """Colours that depend on light or dark. Every colour text is drawn in (text, muted,
+    warning, critical, ok, on_severity) keeps a WCAG contrast of at least 4.5:1 against
+    every background it is drawn on (card, window, lost_card, banner_warn and the filled
+    badges), checked by the tests."""
 
     dark: bool
     window: str
@@ -69,19 +72,25 @@ class Colors:
     plot_bg: str
     plot_fg: str
     grid_alpha: float
+    lost_card: str     # a lost GPU's card: shaded, behind its faded last known figures
+    focus: str         # the keyboard focus ring and the chosen GPU's mark
+    hover: str         # a card's outline under the mouse
+    on_severity: str   # text on a filled warning or critical badge
 
 
 LIGHT = Colors(
     dark=False, window="#f4f5f7", card="#ffffff", card_border="#d5d8dd", text="#1d2330",
     muted="#5c6573", free="#e6e9ee", other="#9aa3ae", reserved="#c3c9d1", lost="#b4b9c0",
-    warning="#b36b00", critical="#c62828", ok="#2e7d32", banner_info="#dbe9fb",
+    warning="#8f5600", critical="#c62828", ok="#2e7d32", banner_info="#dbe9fb",
     banner_warn="#fde7c3", plot_bg="#ffffff", plot_fg="#3c4452", grid_alpha=0.25,
+    lost_card="#f9eeee", focus="#1d5fbf", hover="#7d8796", on_severity="#ffffff",
 )
 DARK = Colors(
     dark=True, window="#1b1e24", card="#252932", card_border="#363b46", text="#e6e8eb",
     muted="#9aa3b0", free="#323844", other="#6d7582", reserved="#4a515d", lost="#4b505a",
     warning="#ffb74d", critical="#ff6b6b", ok="#81c784", banner_info="#1f3550",
-    banner_warn="#4a3714", plot_bg="#20242b", plot_fg="#c5cad3", grid_alpha=0.18,
+    banner_warn="#3d2d10", plot_bg="#20242b", plot_fg="#c5cad3", grid_alpha=0.18,
+    lost_card="#2f2327", focus="#6ea8fe", hover="#8a93a0", on_severity="#1b1e24",
 )
 
 _current: Colors = LIGHT
@@ -235,13 +244,9 @@ def stylesheet(c: Colors) -> str:
     """Widget styling on top of the palette: cards, badges, the banner, muted text."""
     return f"""
 QFrame#gpuCard {{ background: {c.card}; border: 1px solid {c.card_border}; border-radius: 8px; }}
-QFrame#gpuCard[lost="true"] {{ background: {c.window}; border: 1px dashed {c.lost}; }}
+QFrame#gpuCard[lost="true"] {{ background: {c.lost_card}; border: 1px solid {c.critical}; }}
 QFrame#gpuCard[lost="true"] QLabel {{ color: {c.muted}; }}
 QFrame#gpuCard QLabel {{ background: transparent; border: none; }}
-QLabel#badge {{ background: {c.critical}; color: #ffffff; border-radius: 4px;
-               padding: 1px 6px; font-weight: bold; }}
-QFrame#gpuCard QLabel#badge, QFrame#gpuCard[lost="true"] QLabel#badge {{
-    background: {c.critical}; color: #ffffff; }}
 QPushButton:checked {{ background: {"#3d6fb6" if c.dark else "#2f6fd0"}; color: #ffffff;
                       border: 1px solid {"#3d6fb6" if c.dark else "#2f6fd0"}; border-radius: 3px;
                       padding: 4px 10px; }}

@@ -1,0 +1,171 @@
+"""A card's big figure: "78 %" large with "used" small beside it, never cut.
+
+The figures a user looks for first (% used, free) are the largest text on a card.
+Rather than eliding, the figure steps its font down until it fits; its minimum width
+is the text at the smallest step, so a layout never gives it less. Fonts and laid-out
+texts are made when the text, the width or the font changes, not when it paints.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QEvent, QPointF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QStaticText
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from gpuwatch.ui.widgets import theme
+
+# The big text's size as a multiple of the widget's font, largest first.
+STEPS = (1.6, 1.45, 1.3, 1.2)
+GAP = 4       # px between the big text and the small word
+
+
+class BigFigure(QWidget):
+    def __init__(self, align_right: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._big = ""
+        self._small = ""
+        self._color: QColor | None = None      # the big text's; None: the theme's text
+        self._small_color: QColor | None = None
+        self._background: QColor | None = None
+        self._align_right = align_right
+        self._fonts: list[QFont] = []
+        self._widths: list[float] = []         # natural width at each step
+        self._small_width = 0.0
+        self._step = -1                        # the step that fits the current width
+        self._static: tuple[QStaticText, QStaticText] | None = None
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self._make_fonts()
+
+    # content ------------------------------------------------------------------------
+    def set_figure(self, big: str, small: str = "", color: str | None = None,
+                   small_color: str | None = None) -> None:
+        """Show ``big`` (in ``color``) and ``small`` after it; nothing shown changed,
+        nothing happens."""
+        c = None if color is None else QColor(color)
+        sc = None if small_color is None else QColor(small_color)
+        if (big, small) != (self._big, self._small):
+            self._big, self._small = big, small
+            old_min = self.minimumSizeHint().width()
+            self._measure()
+            if self.minimumSizeHint().width() > old_min or \
+                    self.sizeHint().width() > self.width():
+                self.updateGeometry()
+            self.update()
+        if c != self._color or sc != self._small_color:
+            self._color, self._small_color = c, sc
+            self.update()
+
+    def set_colors(self, color: str | None, small_color: str | None = None) -> None:
+        self.set_figure(self._big, self._small, color, small_color)
+
+    def set_background(self, color: QColor | None) -> None:
+        """The colour under the text: with one, the figure paints its whole rectangle
+        and the card under it is not repainted."""
+        if color != self._background:
+            self._background = None if color is None else QColor(color)
+            self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, color is not None)
+            self.update()
+
+    def text(self) -> str:
+        return f"{self._big} {self._small}".strip()
+
+    def text_width(self) -> float:
+        """The width the text takes at the step it is drawn at (for tests)."""
+        step = self._fit()
+        return self._widths[step] if self._widths else 0.0
+
+    def font_pixel_size(self) -> float:
+        """The big text's pixel height at the step drawn (for tests)."""
+        return self._ascents[self._fit()][1]
+
+    # sizes ---------------------------------------------------------------------------
+    def _make_fonts(self) -> None:
+        base = self.font()
+        size = base.pointSizeF() if base.pointSizeF() > 0 else base.pixelSize() * 0.75
+        self._fonts = []
+        for k in STEPS:
+            f = QFont(base)
+            f.setPointSizeF(size * k)
+            f.setBold(True)
+            self._fonts.append(f)
+        metrics = [QFontMetricsF(f) for f in self._fonts]
+        self._ascents = [(fm.ascent(), fm.height()) for fm in metrics]
+        self._small_ascent = QFontMetricsF(base).ascent()
+        self._height = math.ceil(metrics[0].height())
+        self.setFixedHeight(self._height)
+        self._measure()
+
+    def _measure(self) -> None:
+        self._widths = []
+        small = QFontMetricsF(self.font()).horizontalAdvance(self._small) if self._small else 0
+        self._small_width = small + (GAP if self._small else 0)
+        for f in self._fonts:
+            self._widths.append(QFontMetricsF(f).horizontalAdvance(self._big) + self._small_width)
+        self._step = -1
+        self._static = None
+
+    def sizeHint(self) -> QSize:
+        return QSize(math.ceil(self._widths[0]) + 1, self._height)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(math.ceil(self._widths[-1]) + 1, self._height)
+
+    def _fit(self) -> int:
+        w = self.width()
+        for i, natural in enumerate(self._widths):
+            if natural <= w:
+                return i
+        return len(self._widths) - 1
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._make_fonts()
+            self.updateGeometry()
+
+    def resizeEvent(self, event: object) -> None:
+        if self._fit() != self._step:
+            self._static = None
+
+    # painting ------------------------------------------------------------------------
+    def paintEvent(self, event: object) -> None:
+        p = QPainter(self)
+        if self._background is not None:
+            p.fillRect(self.rect(), self._background)
+        step = self._fit()
+        if self._static is None or step != self._step:
+            self._step = step
+            big = QStaticText(self._big)
+            big.setTextFormat(Qt.TextFormat.PlainText)
+            big.prepare(font=self._fonts[step])
+            small = QStaticText(self._small)
+            small.setTextFormat(Qt.TextFormat.PlainText)
+            small.prepare(font=self.font())
+            self._static = (big, small)
+        big, small = self._static
+        x = max(0.0, self.width() - self._widths[step] - 1) if self._align_right else 0.0
+        ascent, height = self._ascents[step]
+        baseline = ascent + (self._height - height) / 2
+        p.setFont(self._fonts[step])
+        p.setPen(self._color or _default(False))
+        p.drawStaticText(QPointF(x, baseline - ascent), big)
+        if self._small:
+            p.setFont(self.font())
+            p.setPen(self._small_color or _default(True))
+            x += self._widths[step] - self._small_width + GAP
+            p.drawStaticText(QPointF(x, baseline - self._small_ascent), small)
+        p.end()
+
+
+_DEFAULTS: dict[tuple[theme.Colors, bool], QColor] = {}
+
+
+def _default(muted: bool) -> QColor:
+    """The theme's text (or muted) colour, parsed once per theme."""
+    c = theme.colors()
+    color = _DEFAULTS.get((c, muted))
+    if color is None:
+        color = _DEFAULTS[(c, muted)] = QColor(c.muted if muted else c.text)
+    return color

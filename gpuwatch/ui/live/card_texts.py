@@ -1,0 +1,121 @@
+"""The words and figures of a GPU card, as runs of text: no widgets here.
+
+Kept apart from :mod:`gpuwatch.ui.live.gpu_card` (which lays them out and paints them)
+so each line's wording can be read, and tested, on its own.
+"""
+
+from __future__ import annotations
+
+import html
+
+from gpuwatch.core.snapshot import EXITED_PROCESS_LABEL, GpuSample, HostStatus, ProcessSample
+from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
+from gpuwatch.ui.live.card_state import headroom_text
+from gpuwatch.ui.live.overlay import Overlay
+from gpuwatch.ui.live.text_lines import Run
+from gpuwatch.ui.settings import Thresholds
+from gpuwatch.ui.widgets import theme
+
+LEGEND_PROCESSES = 3
+
+BUSY_TIP = ("Share of the last sample period in which device memory was being read or "
+            "written (NVML utilization.memory). It is not how full memory is.")
+BANDWIDTH_TIP = ("Estimated DRAM bandwidth: memory busy % × the peak bandwidth from bus "
+                 "width and memory clock. An estimate, not a counter.")
+UTIL_TIP = "Share of time a kernel was running (NVML utilization.gpu)"
+PCIE_TIP = "PCIe receive (↓ host to GPU) and transmit (↑ GPU to host)"
+NVLINK_TIP = ("NVLink receive (↓) and transmit (↑), all links together, from NVML's "
+              "throughput counters")
+
+
+def proc_name(p: ProcessSample) -> str:
+    if p.name or p.cmdline:
+        return p.name or p.cmdline[0]
+    if p.host_status is HostStatus.EXITED:
+        return EXITED_PROCESS_LABEL
+    return f"pid {p.pid}"
+
+
+def in_unit_of(n: int | None, total: int | None, units: UnitSystem) -> str:
+    """The used figure in the unit of the total, so '17.7 / 24.0 GiB' reads at a glance."""
+    if n is None:
+        return "n/a"
+    unit = format_bytes(total or n, units).rsplit(" ", 1)[-1]
+    factor = SIZE_UNITS.get(unit.upper(), 1)
+    return f"{n / factor:.1f}"
+
+
+def used_runs(g: GpuSample, units: UnitSystem) -> list[Run]:
+    """"61.7 / 79.6 GiB used" (the figure bold)."""
+    m = g.memory
+    return [Run(in_unit_of(m.used_bytes, m.total_bytes, units), bold=True),
+            Run(f" / {format_bytes(m.total_bytes, units)} used")]
+
+
+def legend_runs(g: GpuSample, procs: list[ProcessSample], units: UnitSystem) -> list[Run]:
+    """The largest processes with their colour's square, then how many more."""
+    c = theme.colors()
+    runs: list[Run] = []
+    for p in sorted(procs, key=lambda p: -(p.used_bytes or 0))[:LEGEND_PROCESSES]:
+        runs += [Run("■ ", theme.process_color(p.pid).name()), Run(f"{proc_name(p)} "),
+                 Run(f"{format_bytes(p.used_bytes, units)}   ", c.muted)]
+    more = len(procs) - LEGEND_PROCESSES
+    if more > 0:
+        runs.append(Run(f"+{more} more", c.muted))
+    if g.processes_error is not None:
+        state = "incomplete" if procs else "unavailable"
+        runs.append(Run(f"Process list {state}: {g.processes_error}", c.warning))
+    elif not procs:
+        runs.append(Run("No processes", c.muted))
+    return runs
+
+
+def metric_texts(g: GpuSample) -> tuple[str, str, str, str, str]:
+    """(memory busy, bandwidth, GPU busy, PCIe, NVLink); NVLink is "" where the GPU has
+    none (or the driver does not count it)."""
+    peak = format_rate(g.peak_bandwidth_bytes_per_s)
+    nvlink = "" if g.nvlink_rx_bytes_per_s is None and g.nvlink_tx_bytes_per_s is None \
+        else (f"NVLink ↓ {format_rate(g.nvlink_rx_bytes_per_s)}  "
+              f"↑ {format_rate(g.nvlink_tx_bytes_per_s)}")
+    return (f"Memory busy {format_percent(g.memory_busy_percent)} of time",
+            f"≈ {format_rate(g.estimated_bandwidth_bytes_per_s)} est. of {peak}",
+            f"GPU busy {format_percent(g.gpu_util_percent)}",
+            f"PCIe ↓ {format_rate(g.pcie_rx_bytes_per_s)}  ↑ {format_rate(g.pcie_tx_bytes_per_s)}",
+            nvlink)
+
+
+def vitals_runs(g: GpuSample, thresholds: Thresholds) -> list[Run]:
+    """"75 °C · 376 / 450 W", the temperature amber (and "hot") above its threshold."""
+    c = theme.colors()
+    temp = "n/a °C" if g.temperature_c is None else f"{g.temperature_c:.0f} °C"
+    hot = g.temperature_c is not None and g.temperature_c >= thresholds.temperature_warning_c
+    if g.power_w is None:
+        power = "n/a W"
+    elif g.power_limit_w:
+        power = f"{g.power_w:.0f} / {g.power_limit_w:.0f} W"
+    else:
+        power = f"{g.power_w:.0f} W"
+    return [Run(f"{temp} hot" if hot else temp, c.warning if hot else None),
+            Run(f" · {power}")]
+
+
+def budget_html(overlay: Overlay, capacity: int | None, tensors_bytes: float | None,
+                units: UnitSystem) -> str:
+    """The card's budget line: predicted and measured, then what stands out: more than
+    the GPU holds (critical, in words), unexplained bytes, or the room left, in neutral
+    words ("may grow ~4.0 GiB more": room in a budget is not a verdict on the GPU)."""
+    c = theme.colors()
+    pred = overlay.prediction
+    text = (f"<b>Budget</b> pid {overlay.pid} · {html.escape(pred.label)}: predicted "
+            f"<b>{format_bytes(pred.total_bytes, units)}</b>, measured "
+            f"{format_bytes(overlay.measured_bytes, units)}")
+    if capacity and pred.total_bytes > capacity:
+        text += (f", <span style='color:{c.critical}'><b>more than this GPU's "
+                 f"{format_bytes(capacity, units)}</b></span>")
+    elif overlay.unexplained_bytes:
+        text += f", <b>unexplained {format_bytes(overlay.unexplained_bytes, units)}</b>"
+    elif overlay.headroom_bytes:
+        text += f", {headroom_text(overlay.headroom_bytes, units)}"
+    if tensors_bytes is not None:
+        text += f"; the probe counts <b>{format_bytes(tensors_bytes, units)}</b> in tensors"
+    return text
