@@ -97,7 +97,7 @@ class MainWindow(QMainWindow):
         b.addWidget(self.banner_label)
         self.banner.setVisible(bool(banner))
 
-        self.cards = CardsView()
+        self.cards = CardsView(history=self.history)
         self.plots = TimePlots(self.history)
         self.processes = ProcessPanel(self.history)
         self.budget = BudgetPanel(self.links)
@@ -145,6 +145,7 @@ class MainWindow(QMainWindow):
         self.budget.link_clicked.connect(self._link_selected)
         self.plots.window_changed.connect(self._window_changed)
         self.hint_source = WindowAdvisor(self)
+        self.hint_source.hints_changed.connect(self.cards.show_hints)
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
         build_menus(self, TABS)
         self._restore()
