@@ -11,6 +11,7 @@ import contextlib
 import json
 import sqlite3
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,11 @@ from gpuwatch.sessions import schema
 from gpuwatch.sessions.liveness import hold_live_lock
 
 HINT_CRITICAL_EVENT = "hint-critical"     # event kind: a hint opened as, or turned, critical
+# Ended processes remembered, so one that misses a single listing comes back on its own
+# row; older ones are forgotten, so a day of short jobs does not grow the writer.
+ENDED_REMEMBERED = 1024
+
+ProcessKey = tuple[int, int, float | None]      # (gpu, pid, started at)
 
 
 @dataclass(slots=True)
@@ -44,8 +50,9 @@ class SessionWriter:
             self._live.release()
             raise
         self._started: float | None = None
-        self._processes: dict[tuple[int, int, float | None], _Process] = {}
-        self._alive: set[tuple[int, int, float | None]] = set()
+        self._processes: dict[ProcessKey, _Process] = {}     # alive, or ended since the commit
+        self._ended: OrderedDict[ProcessKey, _Process] = OrderedDict()
+        self._alive: set[ProcessKey] = set()
         self._gpu_states: dict[int, GpuState] = {}
         self._known_gpus: set[int] = set()
         self._hints: dict[tuple, int] = {}
@@ -75,7 +82,7 @@ class SessionWriter:
         self._last_t = t
         conn = self._conn
         gpu_rows, sample_rows, events = [], [], []
-        alive: set[tuple[int, int, float | None]] = set()
+        alive: set[ProcessKey] = set()
         for g in snapshot.gpus:
             m = g.memory
             if g.index not in self._known_gpus and g.state is GpuState.OK:
@@ -96,6 +103,8 @@ class SessionWriter:
                 key = (g.index, p.pid, p.started_at_s)
                 alive.add(key)
                 proc = self._processes.get(key)
+                if proc is None and key in self._ended:    # back after a missed listing
+                    proc = self._processes[key] = self._ended.pop(key)
                 if proc is None:
                     cur = conn.execute(
                         "INSERT INTO process (gpu, pid, name, cmdline, user, container, "
@@ -170,6 +179,14 @@ class SessionWriter:
             for p in self._processes.values():
                 p.dirty = False
         self._conn.commit()
+        self._forget_ended()
+
+    def _forget_ended(self) -> None:
+        """Move processes that have ended (their rows are written) out of the working set."""
+        for key in [k for k in self._processes if k not in self._alive]:
+            self._ended[key] = self._processes.pop(key)
+        while len(self._ended) > ENDED_REMEMBERED:
+            self._ended.popitem(last=False)
 
     def close(self, ended_at_s: float | None) -> None:
         """Mark the end, and fold the WAL back in so the session is one shareable file."""
