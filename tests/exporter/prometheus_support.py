@@ -1,0 +1,169 @@
+"""A real Prometheus server scraping real `gpuwatch serve` processes, for tests and the
+benchmark: free loopback ports, a generated config with a 1 s scrape interval, a
+temporary data folder, and polling with generous deadlines."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+SCRAPE_INTERVAL_S = 1.0
+REPO = Path(__file__).resolve().parents[2]
+
+
+def have_prometheus() -> bool:
+    return os.access(PROMETHEUS, os.X_OK)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, check: Callable[[], T | None], deadline_s: float = 30.0,
+             every_s: float = 0.2) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
+    end = time.monotonic() + deadline_s
+    last: Any = None
+    while time.monotonic() < end:
+        try:
+            last = check()
+        except Exception as exc:         # not up yet: connection refused, 503, …
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(every_s)
+    raise AssertionError(f"gave up waiting {deadline_s:g} s for {what} (last: {last!r})")
+
+
+def http_get(url: str, timeout_s: float = 5.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        return response.read()
+
+
+@dataclass
+class Exporter:
+    host: str
+    port: int
+    process: subprocess.Popen
+    started_at_s: float                     # wall time before it was started
+    serving_at_s: float = 0.0               # wall time its endpoint first answered
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/metrics"
+
+    def metrics(self) -> str:
+        return http_get(self.url).decode()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_exporter(host: str, demo: str, *extra: str, interval_s: float = 0.5) -> Exporter:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = time.time()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpuwatch", "serve", "--demo", demo, "--listen",
+         f"127.0.0.1:{port}", "--hostname", host, "--interval", str(interval_s), *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    exporter = Exporter(host, port, process, started)
+
+    def serving() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"gpuwatch serve exited: {process.stderr.read().decode()}")
+        return "DCGM_FI_DEV_FB_USED{" in exporter.metrics()
+
+    wait_for(f"the exporter of {host}", serving)
+    exporter.serving_at_s = time.time()
+    return exporter
+
+
+@dataclass
+class PrometheusServer:
+    port: int
+    process: subprocess.Popen
+    data: Path
+    targets: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def query(self, expr: str) -> list[dict]:
+        body = http_get(f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        return json.loads(body)["data"]["result"]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_prometheus(folder: Path, targets: list[str]) -> PrometheusServer:
+    port = free_port()
+    config = folder / "prometheus.yml"
+    listed = ", ".join(f'"{t}"' for t in targets)
+    config.write_text(
+        "global:\n"
+        f"  scrape_interval: {SCRAPE_INTERVAL_S:g}s\n"
+        f"  scrape_timeout: {SCRAPE_INTERVAL_S:g}s\n"
+        "scrape_configs:\n"
+        "  - job_name: gpuwatch\n"
+        "    static_configs:\n"
+        f"      - targets: [{listed}]\n"
+        "        labels: {cluster: test}\n")
+    data = folder / "data"
+    log = (folder / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={data}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        stdout=log, stderr=subprocess.STDOUT)
+    server = PrometheusServer(port, process, data, targets)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise AssertionError((folder / "prometheus.log").read_text())
+        return http_get(f"{server.url}/-/ready").startswith(b"Prometheus")
+
+    wait_for("Prometheus to be ready", ready)
+    return server
+
+
+@contextlib.contextmanager
+def stopping(*things: Any):
+    try:
+        yield
+    finally:
+        for thing in things:
+            thing.stop()
+
