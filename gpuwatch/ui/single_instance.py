@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from PySide6.QtCore import QLockFile, QObject, Signal
+from PySide6.QtCore import QLockFile, QObject, Signal, Slot
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 log = logging.getLogger(__name__)
@@ -96,10 +96,15 @@ class SingleInstance(QObject):
     def _accept(self) -> None:
         assert self.server is not None
         while (socket := self.server.nextPendingConnection()) is not None:
-            socket.readyRead.connect(lambda s=socket: self._read(s))
+            # bound slots, not lambdas: Qt drops them when this object goes
+            socket.readyRead.connect(self._read)
             socket.disconnected.connect(socket.deleteLater)
 
-    def _read(self, socket: QLocalSocket) -> None:
+    @Slot()
+    def _read(self) -> None:
+        socket = self.sender()
+        if not isinstance(socket, QLocalSocket):
+            return
         if not socket.canReadLine():
             if socket.bytesAvailable() > 64:        # not one of ours: no line ever comes
                 socket.abort()
@@ -117,4 +122,5 @@ class SingleInstance(QObject):
     def close(self) -> None:
         if self.server is not None:
             self.server.close()          # removes the socket file
+            self.server.deleteLater()
             self.server = None

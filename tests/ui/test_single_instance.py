@@ -1,0 +1,129 @@
+"""One window per user: a second real `gpuwatch` hands over to the first over a real
+local socket, and a socket left by a crash is taken over."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtNetwork import QLocalSocket
+
+from gpuwatch.ui.single_instance import SingleInstance, server_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wait_for(predicate, what: str, limit_s: float = 90.0) -> None:
+    """Polls until ``predicate()``; the limit only stops a broken run from hanging."""
+    end = time.monotonic() + limit_s
+    while not predicate():
+        if time.monotonic() > end:
+            pytest.fail(f"gave up waiting for {what}")
+        time.sleep(0.1)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT),
+               XDG_RUNTIME_DIR=str(tmp_path / "run"), XDG_CONFIG_HOME=str(tmp_path / "config"),
+               XDG_STATE_HOME=str(tmp_path / "state"), GPUWATCH_DATA_DIR=str(tmp_path / "data"))
+    (tmp_path / "run").mkdir(mode=0o700)
+    return env
+
+
+def _gpuwatch(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "gpuwatch", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+
+
+def test_a_second_launch_raises_the_first_window_and_starts_nothing(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    log = tmp_path / "state" / "gpuwatch" / "gpuwatch.log"
+    sessions = tmp_path / "data" / "sessions"
+    args = ("gui", "--demo", "oom-ramp", "--interval", "0.2")
+    first = _gpuwatch(env, *args)
+    try:
+        _wait_for(lambda: log.is_file() and "listening on" in log.read_text(),
+                  "the first window to listen")
+        _wait_for(lambda: len(list(sessions.glob("*.gpuwatch.sqlite"))) == 1,
+                  "the first window's session")
+        second = subprocess.run([sys.executable, "-m", "gpuwatch", *args], env=env,
+                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert second.returncode == 0, second.stderr
+        assert "already running: its window was brought forward" in second.stdout
+        _wait_for(lambda: "a second launch asked for 'show'" in log.read_text(),
+                  "the first window to hear the second launch")
+        assert first.poll() is None                      # the first window runs on
+        assert len(list(sessions.glob("*.gpuwatch.sqlite"))) == 1   # no second session
+        # a login autostart (--tray) finds it running too, quietly
+        tray = subprocess.run([sys.executable, "-m", "gpuwatch", "gui", "--tray"], env=env,
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert tray.returncode == 0 and tray.stdout == "", tray.stderr
+        _wait_for(lambda: "asked for 'tray'" in log.read_text(), "the tray request")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        _out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert not list((tmp_path / "run").glob("*.sock"))   # the socket goes with the window
+
+
+def test_a_window_on_other_settings_is_another_instance(tmp_path: Path) -> None:
+    assert server_name(str(tmp_path / "a.ini")) != server_name(str(tmp_path / "b.ini"))
+    assert server_name(str(tmp_path / "a.ini")) == server_name(str(tmp_path / "a.ini"))
+
+
+def test_a_socket_left_by_a_crash_is_taken_over(qapp, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    name = server_name(str(tmp_path / "settings.ini"))
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(name)                 # a socket file nobody listens on, as a crash leaves
+    stale.close()
+    assert Path(name).exists()
+    instance = SingleInstance(name)
+    try:
+        assert instance.claim() is True
+        assert instance.server is not None and instance.server.isListening()
+        probe = QLocalSocket()
+        probe.connectToServer(name)
+        assert probe.waitForConnected(5000)
+        probe.disconnectFromServer()
+    finally:
+        instance.close()
+    assert not Path(name).exists()
+
+
+def test_the_running_instance_answers_a_second_one(qtbot, tmp_path: Path) -> None:
+    name = str(tmp_path / "gpuwatch-test.sock")
+    first = SingleInstance(name)
+    assert first.claim()
+    try:
+        client = QLocalSocket()
+        client.connectToServer(name)
+        assert client.waitForConnected(5000)
+        with qtbot.waitSignal(first.activated, timeout=10000) as heard:
+            client.write(b"show\n")
+            client.flush()
+        assert heard.args == ["show"]
+        qtbot.waitUntil(lambda: client.bytesAvailable() > 0 or client.waitForReadyRead(10),
+                        timeout=10000)
+        assert bytes(client.readAll().data()) == b"ok\n"
+        # something that is not one of ours is dropped without a signal
+        other = QLocalSocket()
+        other.connectToServer(name)
+        assert other.waitForConnected(5000)
+        with qtbot.assertNotEmitted(first.activated, wait=300):
+            other.write(b"rm -rf /\n")
+            other.flush()
+            qtbot.wait(300)
+    finally:
+        first.close()
+
+
+def test_an_unknown_message_is_a_programming_error(tmp_path: Path, qapp) -> None:
+    with pytest.raises(ValueError, match="unknown single-instance message"):
+        SingleInstance(str(tmp_path / "x.sock")).claim("quit")
