@@ -39,6 +39,7 @@ from gpuwatch.ui.live.budget_panel import BudgetPanel
 from gpuwatch.ui.live.cards_view import CardsView
 from gpuwatch.ui.live.hint_banner import HintBanner
 from gpuwatch.ui.live.overlay import Overlay
+from gpuwatch.ui.live.plan_panel import PlanPanel
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.text_lines import TextLines
@@ -109,6 +110,8 @@ class MainWindow(QMainWindow):
         budget_page.setFrameShape(QFrame.Shape.NoFrame)
         for widget, name in zip((self.processes, budget_page, self.advisor), TABS, strict=True):
             self.tabs.addTab(widget, name)
+        self.plan = PlanPanel()  # computed off the GUI thread when first shown
+        self.tabs.addTab(self.plan, "Plan")
         self.bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottom.setObjectName("bottomSplitter")
         self.bottom.addWidget(self.plots)
