@@ -1,0 +1,276 @@
+"""The Plan tab: which GPUs run a preset or model, how fast, and at what cloud cost.
+
+The plan is computed by :mod:`gpuwatch.plan` (tens of milliseconds to a few hundred for
+a large model), so it runs on a worker thread, first when the tab is shown and again
+shortly after each change; results come back through a queued signal. A request that
+was overtaken by a newer one is dropped.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuwatch.core.units import format_bytes
+
+CUSTOM = "(model below)"
+COLUMNS = ("GPU", "GPUs", "Layout", "Fits", "Max micro-batch", "Micro × accum", "Peak / GPU",
+           "Step", "Bound", "Throughput / GPU", "Cost / step", "Instance")
+
+
+class _Results(QObject):
+    done = Signal(int, object, str)  # request number, Plan or None, error text
+
+
+def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
+                 efficiency_percent: int) -> Any:
+    """The plan for the panel's inputs (runs on the worker thread)."""
+    from dataclasses import replace
+
+    from gpuwatch.budget.catalog import lookup_model
+    from gpuwatch.budget.workload import Setup, Workload
+    from gpuwatch.plan.planner import PlanInput, make_plan
+    from gpuwatch.plan.presets import lookup_preset
+    from gpuwatch.plan.prices import read_prices
+    from gpuwatch.plan.roofline import Efficiency
+
+    efficiency = Efficiency(compute=efficiency_percent / 100)
+    if preset != CUSTOM:
+        p = lookup_preset(preset)
+        wl = replace(p.workload, batch=batch)
+        setup = p.setup if precision == "recommended" else replace(p.fp32(), lora_rank=
+                                                                    p.setup.lora_rank)
+        request = PlanInput(lookup_model(p.model, wl.image), wl, setup, efficiency,
+                            p.dataset_samples)
+    else:
+        spec = lookup_model(model)
+        prec = "amp-bf16" if precision == "recommended" else "fp32"
+        request = PlanInput(spec, Workload("train", batch=batch), Setup(precision=prec),
+                            efficiency)
+    return make_plan(request, read_prices())
+
+
+class PlanPanel(QWidget):
+    """Inputs on top, the configurations in a sortable table, the advice below."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        from gpuwatch.budget.catalog import model_names
+        from gpuwatch.plan.presets import PRESETS
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuwatch-plan")
+        self._results = _Results()
+        self._results.done.connect(self._show, Qt.ConnectionType.QueuedConnection)
+        self._asked = 0
+        self._started = False
+        self.plan: Any = None
+        self.error = ""
+
+        self.preset = QComboBox()
+        for name, p in PRESETS.items():
+            self.preset.addItem(p.title, name)
+        self.preset.addItem("Custom: the model below", CUSTOM)
+        self.preset.setAccessibleName("Workload preset")
+        self.model = QComboBox()
+        self.model.addItems(list(model_names()))
+        self.model.setCurrentText("llama-3.1-8b")
+        self.model.setAccessibleName("Model")
+        self.precision = QComboBox()
+        self.precision.addItem("Recommended regime", "recommended")
+        self.precision.addItem("fp32", "fp32")
+        self.precision.setAccessibleName("Precision")
+        self.batch = QSpinBox()
+        self.batch.setRange(1, 65536)
+        self.batch.setAccessibleName("Batch per step")
+        self.batch.setSuffix(" samples")
+        self.sort = QComboBox()
+        self.sort.addItem("step time", "time")
+        self.sort.addItem("cost per step", "cost")
+        self.sort.addItem("peak memory", "memory")
+        self.sort.setAccessibleName("Sort by")
+        self.efficiency = QSpinBox()
+        self.efficiency.setRange(1, 100)
+        self.efficiency.setValue(50)
+        self.efficiency.setSuffix(" % of peak")
+        self.efficiency.setAccessibleName("Compute efficiency")
+        self.efficiency.setToolTip("The fraction of the data-sheet peak real kernels reach: "
+                                   "40–60 % for large transformer training, nearer 20 % "
+                                   "for CNNs (docs/plan.md)")
+
+        form = QFormLayout()
+        row = QHBoxLayout()
+        row.addWidget(self.preset, 2)
+        row.addWidget(QLabel("Model"))
+        row.addWidget(self.model, 1)
+        label = QLabel("&Workload")
+        label.setBuddy(self.preset)
+        form.addRow(label, row)
+        row = QHBoxLayout()
+        row.addWidget(self.precision)
+        row.addWidget(QLabel("Global batch"))
+        row.addWidget(self.batch)
+        row.addWidget(QLabel("Efficiency"))
+        row.addWidget(self.efficiency)
+        row.addWidget(QLabel("Sort by"))
+        row.addWidget(self.sort)
+        row.addStretch(1)
+        form.addRow("Precision", row)
+
+        self.status = QLabel("The plan is computed when this tab is first shown.")
+        self.status.setWordWrap(True)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.
+                                                           ResizeToContents)
+        self.table.setAccessibleName("Configurations")
+        self.advice = QLabel()
+        self.advice.setWordWrap(True)
+        self.advice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.advice.setAccessibleName("Plan advice")
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.status)
+        layout.addWidget(self.table, 3)
+        layout.addWidget(self.advice, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(150)
+        self._timer.timeout.connect(self.refresh)
+        for combo in (self.preset, self.model, self.precision, self.sort):
+            combo.currentIndexChanged.connect(self._changed)
+        for spin in (self.batch, self.efficiency):
+            spin.valueChanged.connect(self._changed)
+        self.preset.currentIndexChanged.connect(self._preset_changed)
+        self._preset_changed()
+
+    def _preset_changed(self) -> None:
+        from gpuwatch.plan.presets import lookup_preset
+
+        name = self.preset.currentData()
+        self.model.setEnabled(name == CUSTOM)
+        if name != CUSTOM:
+            p = lookup_preset(name)
+            self.batch.blockSignals(True)
+            self.batch.setValue(p.workload.batch * p.workload.grad_accum)
+            self.batch.blockSignals(False)
+            self.model.setCurrentText(p.model)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._started:
+            self._started = True
+            self.refresh()
+
+    def _changed(self) -> None:
+        if self._started:
+            self._timer.start()
+
+    def refresh(self) -> None:
+        """Compute the plan for the current inputs on the worker thread."""
+        self._asked += 1
+        number = self._asked
+        args = (self.preset.currentData(), self.model.currentText(),
+                self.precision.currentData(), self.batch.value(), self.sort.currentData(),
+                self.efficiency.value())
+        self.status.setText("Computing the plan…")
+
+        def work() -> None:
+            try:
+                plan = compute_plan(*args)
+            except Exception as exc:  # bad input from the form: shown, not raised
+                self._results.done.emit(number, None, str(exc))
+                return
+            self._results.done.emit(number, plan, "")
+
+        self._pool.submit(work)
+
+    def _show(self, number: int, plan: Any, error: str) -> None:
+        if number != self._asked:
+            return  # overtaken by a newer request
+        self.plan, self.error = plan, error
+        if plan is None:
+            self.status.setText(f"No plan: {error}")
+            self.table.setRowCount(0)
+            self.advice.clear()
+            return
+        self._fill(plan)
+
+    def _fill(self, plan: Any) -> None:
+        from gpuwatch.plan.document import IGNORES, money, rate, seconds
+
+        sort = self.sort.currentData()
+        cloud = {id(f.config): f for f in plan.cloud}
+        book = plan.prices
+        currency = book.currency if book else ""
+        transformer = hasattr(plan.request.spec, "heads")
+        configs = plan.sorted_configs(sort)
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(configs))
+        for r, c in enumerate(configs):
+            fit = cloud.get(id(c))
+            per = c.tokens_per_s_per_gpu if transformer else c.samples_per_s_per_gpu
+            unit = "tokens/s" if transformer else "images/s"
+            cells = (
+                c.hardware.name, str(c.gpus), c.layout.describe() if c.layout else "—",
+                "yes" if c.fits else "no", str(c.max_micro_batch),
+                f"{c.micro_batch} × {c.grad_accum}" if c.fits else "—",
+                format_bytes(c.peak_bytes),
+                seconds(c.step.total_s) if c.step else "—",
+                c.step.bound if c.step else "—",
+                f"{rate(per)} {unit}" if per is not None else "—",
+                money(fit.cost_per_step, currency) if fit else "—",
+                fit.instance.name if fit else "—",
+            )
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if not c.fits:
+                    item.setForeground(Qt.GlobalColor.gray)
+                self.table.setItem(r, col, item)
+        fitting = sum(1 for c in plan.configs if c.fits)
+        self.status.setText(
+            f"{plan.request.spec.name}: {fitting} of {len(plan.configs)} configurations fit; "
+            f"sorted by {self.sort.currentText()}. Efficiency "
+            f"{plan.request.efficiency.compute:.0%} of peak compute.")
+        lines = []
+        if plan.cheapest is not None:
+            f = plan.cheapest
+            lines.append(f"<b>Cheapest:</b> {f.instance.name} ({f.instance.provider}), "
+                         f"{f.config.gpus}× {f.config.hardware.name}: "
+                         f"{money(f.cost_per_step, currency)} per step"
+                         + (f", {money(f.cost_per_epoch, currency)} per epoch"
+                            if f.cost_per_epoch is not None else "")
+                         + (f" (spot {money(f.spot_cost_per_epoch, currency)})"
+                            if f.spot_cost_per_epoch is not None else "") + ".")
+        if plan.spot is not None:
+            lines.append(f"<b>Spot:</b> {plan.spot.caveat}; checkpoint every "
+                         f"{seconds(plan.spot.interval_s)}.")
+        if plan.levers:
+            levers = ", ".join(f"{lv.change} (saves {format_bytes(lv.saves_bytes)}, "
+                               f"time {lv.time_ratio - 1:+.0%})" for lv in plan.levers[:4])
+            lines.append(f"<b>Levers, cheapest in time first:</b> {levers}.")
+        lines.append("<b>The roofline ignores</b> " + "; ".join(IGNORES) + ".")
+        self.advice.setText("<br>".join(lines))
+
+    def closeEvent(self, event: Any) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        super().closeEvent(event)
