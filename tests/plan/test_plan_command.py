@@ -1,0 +1,116 @@
+"""`gpuwatch plan`: presets, the JSON document, sorting, and exit codes for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuwatch.budget.catalog import lookup_model
+from gpuwatch.budget.estimator import estimate
+from gpuwatch.plan.presets import PRESETS
+from tests.cli_support import run
+
+GIB = 1 << 30
+
+
+def plan_json(capsys, *argv: str) -> dict:
+    code, out, err = run(capsys, "plan", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_each_preset_plans_and_its_recommended_regime_needs_less_than_fp32(capsys, name):
+    p = PRESETS[name]
+    spec = lookup_model(p.model, p.workload.image)
+    fp32 = estimate(spec, p.workload, p.fp32()).total_bytes
+    recommended = estimate(spec, p.workload, p.setup).total_bytes
+    assert recommended <= fp32
+    doc = plan_json(capsys, "--preset", name)
+    assert doc["schema"] == "gpuwatch.plan/1" and doc["model"] == p.model
+    assert doc["dataset_samples"] == p.dataset_samples
+    fits = [c for c in doc["configs"] if c["fits"]]
+    assert fits, name
+    for c in fits:
+        assert c["micro_batch"] * c["grad_accum"] * c["layout"]["dp"] >= doc["global_batch"]
+        assert c["peak_bytes"] <= c["memory_bytes"]
+        assert c["step"]["bound"] in ("compute", "memory", "communication")
+    assert doc["cloud"]["cheapest"]["cost_per_epoch"] > 0
+    assert p.levers and p.recipe
+
+
+def test_json_sorted_views(capsys):
+    for key, field in (("time", lambda c: c["step"]["total_s"]),
+                       ("memory", lambda c: c["peak_bytes"])):
+        doc = plan_json(capsys, "--model", "gpt2", "--batch", "8", "--sort", key)
+        values = [field(c) for c in doc["configs"] if c["fits"]]
+        assert values == sorted(values)
+    doc = plan_json(capsys, "--model", "gpt2", "--batch", "8", "--sort", "cost")
+    costs = [o["cost_per_step"] for o in doc["cloud"]["options"]]
+    assert costs == sorted(costs) and doc["cloud"]["cheapest"]["cost_per_step"] == costs[0]
+
+
+def test_a_model_too_big_for_one_gpu_needs_several(capsys):
+    doc = plan_json(capsys, "--model", "llama-3.1-8b", "--precision", "mixed-bf16",
+                    "--batch", "1", "--seq", "2048", "--no-prices", "--gpu", "H100")
+    by_count = {c["gpus"]: c for c in doc["configs"]}
+    assert not by_count[1]["fits"]  # 16 bytes per parameter: 128 GB
+    layout = by_count[8]["layout"]
+    assert by_count[8]["fits"] and (layout["zero"] >= 1 or layout["tp"] > 1)  # sharded
+    assert doc["cloud"] is None and doc["spot"] is None
+
+
+def test_levers_come_cheapest_in_time_first(capsys):
+    doc = plan_json(capsys, "--model", "gpt2-medium", "--batch", "16", "--seq", "1024",
+                    "--precision", "fp32", "--no-prices")
+    deltas = [lv["time_delta_s"] for lv in doc["levers"]]
+    assert deltas == sorted(deltas)
+    changes = {lv["change"]: lv for lv in doc["levers"]}
+    assert changes["--precision amp-bf16"]["time_ratio"] < 1
+    full = changes["--checkpointing full"]
+    assert full["saves_bytes"] > 0 and full["time_ratio"] > 1
+
+
+def test_text_output_names_units_and_what_the_roofline_ignores(capsys):
+    code, out, _ = run(capsys, "plan", "--preset", "detection")
+    assert code == 0
+    assert "images/s/GPU" in out and "GiB" in out and "cheapest:" in out
+    assert "The roofline ignores" in out and "Young's formula" in out
+
+
+@pytest.mark.parametrize("argv, named", [
+    (("--preset", "chess"), "unknown preset"),
+    (("--model", "gpt2", "--sort", "price"), "--sort"),
+    (("--model", "gpt2", "--efficiency", "0"), "--efficiency"),
+    (("--model", "gpt2", "--efficiency", "nan"), "--efficiency"),
+    (("--model", "gpt2", "--bandwidth-efficiency", "150%"), "--bandwidth-efficiency"),
+    (("--model", "gpt2", "--capacity", "24GiB"), "--capacity"),
+    (("--model", "gpt2", "--dataset", "-3"), "--dataset"),
+    (("--model", "gpt2", "--gpu", "Z80"), "unknown GPU"),
+    (("--model", "nope"), "unknown model"),
+])
+def test_bad_input_exits_2_naming_it(capsys, argv, named):
+    code, out, err = run(capsys, "plan", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("gpuwatch plan: ") and named in err
+    assert "Traceback" not in err
+
+
+def test_a_bad_price_file_exits_2_naming_the_field(capsys, tmp_path):
+    bad = tmp_path / "prices.toml"
+    bad.write_text('schema = "gpuwatch.prices/1"\n[[instances]]\nname = "x"\ngpu = "H100"\n'
+                   'gpus = 16\ncpu_memory = "1TiB"\non_demand_per_hour = 1\n')
+    code, _, err = run(capsys, "plan", "--model", "gpt2", "--prices", str(bad))
+    assert code == 2 and "instances[0].gpus must be between 1 and 8, not 16" in err
+
+
+def test_a_custom_price_file_decides_the_cheapest(capsys, tmp_path):
+    mine = tmp_path / "prices.toml"
+    mine.write_text('schema = "gpuwatch.prices/1"\ncurrency = "EUR"\n'
+                    '[[instances]]\nname = "cheap-4090"\ngpu = "RTX-4090"\ngpus = 1\n'
+                    'cpu_memory = "64GiB"\non_demand_per_hour = 0.01\n')
+    doc = plan_json(capsys, "--model", "gpt2", "--batch", "4", "--prices", str(mine))
+    assert doc["cloud"]["currency"] == "EUR"
+    assert doc["cloud"]["cheapest"]["instance"] == "cheap-4090"
+    assert doc["cloud"]["cheapest"]["spot_cost_per_step"] is None
