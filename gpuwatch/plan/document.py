@@ -125,7 +125,9 @@ def rate(value: float | None) -> str:
 def money(value: float | None, currency: str) -> str:
     if value is None:
         return "—"
-    return f"{value:,.2f} {currency}" if value >= 1 else f"{value:.3g} {currency}"
+    if value >= 1:
+        return f"{value:,.2f} {currency}"
+    return f"{value:.3f} {currency}" if value >= 0.01 else f"{value:.6f} {currency}"
 
 
 def to_text(plan: Plan, sort: str = "time") -> str:

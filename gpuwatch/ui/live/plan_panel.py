@@ -30,7 +30,7 @@ from gpuwatch.core.units import format_bytes
 
 CUSTOM = "(model below)"
 COLUMNS = ("GPU", "GPUs", "Layout", "Fits", "Max micro-batch", "Micro × accum", "Peak / GPU",
-           "Step", "Bound", "Throughput / GPU", "Cost / step", "Instance")
+           "Step", "Bound", "Throughput / GPU", "Cost / epoch", "Instance")
 
 
 class _Results(QObject):
@@ -238,7 +238,8 @@ class PlanPanel(QWidget):
                 seconds(c.step.total_s) if c.step else "—",
                 c.step.bound if c.step else "—",
                 f"{rate(per)} {unit}" if per is not None else "—",
-                money(fit.cost_per_step, currency) if fit else "—",
+                money(fit.cost_per_epoch if fit.cost_per_epoch is not None
+                      else fit.cost_per_step, currency) if fit else "—",
                 fit.instance.name if fit else "—",
             )
             for col, text in enumerate(cells):
