@@ -70,28 +70,45 @@ def legend_runs(g: GpuSample, procs: list[ProcessSample], units: UnitSystem) -> 
     return runs
 
 
-def metric_texts(g: GpuSample) -> tuple[str, str, str, str, str]:
+def metric_texts(g: GpuSample, compact: bool = False) -> tuple[str, str, str, str, str]:
     """(memory busy, bandwidth, GPU busy, PCIe, NVLink); NVLink is "" where the GPU has
-    none (or the driver does not count it)."""
+    none (or the driver does not count it). ``compact``: the short forms of a narrow
+    card (the tooltips keep the meaning)."""
     peak = format_rate(g.peak_bandwidth_bytes_per_s)
+    rate = format_rate(g.estimated_bandwidth_bytes_per_s)
     nvlink = "" if g.nvlink_rx_bytes_per_s is None and g.nvlink_tx_bytes_per_s is None \
-        else (f"NVLink ↓ {format_rate(g.nvlink_rx_bytes_per_s)}  "
-              f"↑ {format_rate(g.nvlink_tx_bytes_per_s)}")
-    return (f"Memory busy {format_percent(g.memory_busy_percent)} of time",
-            f"≈ {format_rate(g.estimated_bandwidth_bytes_per_s)} est. of {peak}",
-            f"GPU busy {format_percent(g.gpu_util_percent)}",
-            f"PCIe ↓ {format_rate(g.pcie_rx_bytes_per_s)}  ↑ {format_rate(g.pcie_tx_bytes_per_s)}",
-            nvlink)
+        else link_text("NVLink", g.nvlink_rx_bytes_per_s, g.nvlink_tx_bytes_per_s, compact)
+    pcie = link_text("PCIe", g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s, compact)
+    busy = format_percent(g.memory_busy_percent)
+    if compact:
+        return (f"Mem busy {busy}", f"≈ {rate} est.",
+                f"GPU busy {format_percent(g.gpu_util_percent)}", pcie, nvlink)
+    return (f"Memory busy {busy} of time", f"≈ {rate} est. of {peak}",
+            f"GPU busy {format_percent(g.gpu_util_percent)}", pcie, nvlink)
 
 
-def vitals_runs(g: GpuSample, thresholds: Thresholds) -> list[Run]:
-    """"75 °C · 376 / 450 W", the temperature amber (and "hot") above its threshold."""
+def link_text(name: str, rx: float | None, tx: float | None, compact: bool) -> str:
+    """"PCIe ↓ 1.8 GB/s  ↑ 644 MB/s"; compact, the unit said once where both share it
+    ("PCIe ↓1.8 ↑1.9 GB/s")."""
+    down, up = format_rate(rx), format_rate(tx)
+    if not compact:
+        return f"{name} ↓ {down}  ↑ {up}"
+    down_n, _, down_unit = down.partition(" ")
+    up_n, _, up_unit = up.partition(" ")
+    if down_unit == up_unit and down_unit:
+        return f"{name} ↓{down_n} ↑{up_n} {down_unit}"
+    return f"{name} ↓{down} ↑{up}"
+
+
+def vitals_runs(g: GpuSample, thresholds: Thresholds, compact: bool = False) -> list[Run]:
+    """"75 °C · 376 / 450 W", the temperature amber (and "hot") above its threshold;
+    ``compact`` leaves the power limit out."""
     c = theme.colors()
     temp = "n/a °C" if g.temperature_c is None else f"{g.temperature_c:.0f} °C"
     hot = g.temperature_c is not None and g.temperature_c >= thresholds.temperature_warning_c
     if g.power_w is None:
         power = "n/a W"
-    elif g.power_limit_w:
+    elif g.power_limit_w and not compact:
         power = f"{g.power_w:.0f} / {g.power_limit_w:.0f} W"
     else:
         power = f"{g.power_w:.0f} W"

@@ -15,9 +15,9 @@ emits :attr:`activated`. Every part repaints only when what it shows changed.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPen
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import Ring
@@ -27,6 +27,8 @@ from gpuwatch.core.units import UnitSystem, format_bytes, format_percent
 from gpuwatch.ui.live import card_texts
 from gpuwatch.ui.live.card_badge import ICON_CRITICAL, ICON_LOST, ICON_WARNING, SeverityBadge
 from gpuwatch.ui.live.card_figure import BigFigure
+from gpuwatch.ui.live.card_frame import CardFrame
+from gpuwatch.ui.live.card_segments import BarSegments
 from gpuwatch.ui.live.card_sparkline import Sparkline
 from gpuwatch.ui.live.card_state import (
     LEVEL_WORDS,
@@ -37,7 +39,7 @@ from gpuwatch.ui.live.card_state import (
 )
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.live.overlay import Overlay
-from gpuwatch.ui.live.probe_view import largest, legend_lines, probe_split, split_segments
+from gpuwatch.ui.live.probe_view import largest, legend_lines
 from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
@@ -55,26 +57,18 @@ class _Label(QLabel):
             self.setToolTip(tooltip)
 
 
-class GpuCard(QFrame):
-    activated = Signal(int)       # this GPU's index: clicked, or Enter/Space
+class GpuCard(CardFrame):
+    COMPACT_BELOW = 360     # px wide: the metrics in their short forms
 
     def __init__(self, index: int, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.index = index
-        self.setObjectName("gpuCard")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        super().__init__(index, parent)
         self._name = f"GPU {index}"
-        self._order: dict[int, int] = {}      # pid -> first-seen rank, so segments don't jump
-        self._placed: tuple[int, ...] = ()    # the pids the bar's colours were handed out for
-        # pid -> (name, tooltip head, colour) of its bar segment
-        self._segment_names: dict[int, tuple[str | None, str, QColor]] = {}
+        self.segments = BarSegments(index)
         self.state = GpuState.OK
+        self._error = ""
         self.level: Severity | None = None    # the worst open warning/critical hint
         self._hint_lines: tuple[str, ...] = ()
         self.lost_since: float | None = None  # snapshot time the GPU was first seen lost
-        self.selected = False                 # the GPU the window is focused on
-        self._hover = False
         self.height_changed = False   # the budget line came or went: the view may re-fit
         self._total_bytes: int | None = None
         self._last_known: tuple[list[Run], list[Segment], float] | None = None
@@ -82,7 +76,8 @@ class GpuCard(QFrame):
         self._splits: dict[int, list[Segment]] = {}   # pid -> its split's segments
         self._probe_key: tuple | None = None          # what the probe legend shows now
         self._described: tuple | None = None
-        self._pens: tuple | None = None
+        self._compact = False
+        self._metrics_of: tuple[GpuSample, Thresholds] | None = None
 
         self.title = TextLines(fit_text=True)
         self.badge = SeverityBadge()
@@ -185,7 +180,13 @@ class GpuCard(QFrame):
         self._update_badge()
         self._color_percent()
         self._describe()
-        self.update()
+        self._set_outline()
+
+    def _set_outline(self) -> None:
+        outline = Severity.CRITICAL if self.state is not GpuState.OK else self.level
+        if outline != self.outline:
+            self.outline = outline
+            self.update()
 
     def set_selected(self, selected: bool) -> None:
         """Mark this card as the GPU the window is focused on."""
@@ -203,16 +204,15 @@ class GpuCard(QFrame):
         elif not greyed:
             self.lost_since = None
         if greyed != (self.state is not GpuState.OK):
-            self.state = g.state
             self.setProperty("lost", greyed)
             self.style().unpolish(self)
             self.style().polish(self)
             self.spark.set_faded(greyed)
             self.free.setVisible(not greyed)
-            self.update()
-        self.state = g.state
-        self._error = g.error or ""
-        self._update_badge()
+        if (g.state, g.error or "") != (self.state, self._error):
+            self.state, self._error = g.state, g.error or ""
+            self._update_badge()
+            self._set_outline()
 
     def _update_badge(self) -> None:
         c = theme.colors()
@@ -249,7 +249,6 @@ class GpuCard(QFrame):
         for figure in (self.percent, self.free):
             figure.set_background(background)
         self.bar.set_background(background)
-        self._pens = None
         self._update_badge()
         self._color_percent()
 
@@ -291,23 +290,11 @@ class GpuCard(QFrame):
         m = g.memory
         total = float(m.total_bytes or 0)
         self._total_bytes = m.total_bytes
-        order = self._order
-        if len(order) > 1024 + 4 * len(g.processes):   # processes come and go: forget the gone
-            live = {p.pid for p in g.processes}
-            self._order = order = {pid: r for pid, r in order.items() if pid in live}
-            self._segment_names = {k: v for k, v in self._segment_names.items() if k in live}
-        procs = sorted(g.processes, key=lambda p: order.setdefault(p.pid, len(order)))
-        pids = tuple(p.pid for p in procs)
-        if pids != self._placed:    # someone came or went: colours by place in the bar
-            self._placed = pids
-            for pid in theme.place_processes(self.index, pids):
-                self._segment_names.pop(pid, None)
-        self._splits = {}
+        procs = self.segments.in_order(g.processes)
         overlay_pid = None if overlay is None else overlay.pid
-        if self.probes:
-            segments, listed, overlay_start = self._probed_segments(procs, overlay_pid, units)
-        else:
-            segments, listed, overlay_start = self._process_segments(procs, overlay_pid, units)
+        segments, listed, overlay_start = self.segments.build(procs, self.probes,
+                                                              overlay_pid, units)
+        self._splits = self.segments.splits
         other = max(0, (m.used_bytes or 0) - listed)
         if other:
             segments.append(Segment(other, QColor(c.other),
@@ -333,48 +320,6 @@ class GpuCard(QFrame):
             if self._splits else None
         self._show_probe(shown, overlay, units)
         self._show_budget(overlay, units)
-
-    def _process_segments(self, procs: list[ProcessSample], overlay_pid: int | None,
-                          units: UnitSystem) -> tuple[list[Segment], float, float]:
-        """(a segment per process, bytes they hold, where the overlaid one starts), for a
-        card with no probed process: the common case, every sample, up to 64 a card, so
-        each segment is a tuple made from its pid's remembered colour and name."""
-        known = self._segment_names
-        make, solid = tuple.__new__, Qt.BrushStyle.SolidPattern
-        segments = []
-        listed = 0
-        overlay_start = 0.0
-        for p in procs:
-            size = p.used_bytes or 0
-            if p.pid == overlay_pid:
-                overlay_start = float(listed)
-            listed += size
-            named = known.get(p.pid)
-            if named is None or named[0] != p.name:
-                named = known[p.pid] = (p.name, f"{card_texts.proc_name(p)} (pid {p.pid})",
-                                        theme.process_color(p.pid))
-            segments.append(make(Segment, (size, named[2], named[1], solid, "", None, units)))
-        return segments, listed, overlay_start
-
-    def _probed_segments(self, procs: list[ProcessSample], overlay_pid: int | None,
-                         units: UnitSystem) -> tuple[list[Segment], float, float]:
-        """As ``_process_segments``, with a probed process split into its three parts."""
-        segments: list[Segment] = []
-        listed = 0
-        overlay_start = 0.0
-        for p in procs:
-            if p.pid == overlay_pid:
-                overlay_start = float(listed)
-            listed += p.used_bytes or 0
-            report = self.probes.get(p.pid)
-            split = None if report is None else probe_split(p.used_bytes, report)
-            if split is None:
-                segments += self._process_segments([p], None, units)[0]
-            else:
-                parts = self._splits[p.pid] = split_segments(card_texts.proc_name(p), p.pid,
-                                                             split, units)
-                segments += parts
-        return segments, listed, overlay_start
 
     def _show_probe(self, p: ProcessSample | None, overlay: Overlay | None,
                     units: UnitSystem) -> None:
@@ -412,8 +357,18 @@ class GpuCard(QFrame):
                                                units))
         self.budget.show()
 
+    def resizeEvent(self, event: object) -> None:
+        super().resizeEvent(event)   # type: ignore[arg-type]
+        compact = self.width() < self.COMPACT_BELOW
+        if compact != self._compact:
+            self._compact = compact
+            if self._metrics_of is not None and self.state is GpuState.OK:
+                self._show_metrics(*self._metrics_of)
+
     def _show_metrics(self, g: GpuSample, thresholds: Thresholds) -> None:
-        busy, bandwidth, util, pcie, nvlink = card_texts.metric_texts(g)
+        self._metrics_of = (g, thresholds)
+        compact = self._compact
+        busy, bandwidth, util, pcie, nvlink = card_texts.metric_texts(g, compact)
         self.busy.set(busy, card_texts.BUSY_TIP)
         self.bandwidth.set(bandwidth, card_texts.BANDWIDTH_TIP)
         self.util.set(util, card_texts.UTIL_TIP)
@@ -423,7 +378,7 @@ class GpuCard(QFrame):
         if bool(nvlink) == self.nvlink.isHidden():
             self.nvlink.setVisible(bool(nvlink))
             self.height_changed = True
-        self.vitals.set_runs(card_texts.vitals_runs(g, thresholds))
+        self.vitals.set_runs(card_texts.vitals_runs(g, thresholds, compact))
 
     # accessibility ------------------------------------------------------------------
     def _describe(self) -> None:
@@ -447,69 +402,3 @@ class GpuCard(QFrame):
         self.setAccessibleDescription(describe(
             name, (*figures, self.used.text(), self.legend.text(), self.vitals.text()),
             state, self._hint_lines))
-
-    # painting and input ------------------------------------------------------------
-    def _outline_pens(self, c: theme.Colors) -> tuple:
-        if self._pens is None or self._pens[0] != c:
-            focus = QPen(QColor(c.focus), 1.5, Qt.PenStyle.DashLine)
-            self._pens = (c, {None: None, Severity.WARNING: QPen(QColor(c.warning), 2),
-                              Severity.CRITICAL: QPen(QColor(c.critical), 2)},
-                          QPen(QColor(c.hover), 1), focus, QColor(c.focus))
-        return self._pens
-
-    def paintEvent(self, event: object) -> None:
-        super().paintEvent(event)   # type: ignore[arg-type]
-        c = theme.colors()
-        _, levels, hover, focus, accent = self._outline_pens(c)
-        level = Severity.CRITICAL if self.state is not GpuState.OK else self.level
-        pen = levels[level] or (hover if self._hover else None)
-        if pen is None and not self.selected and not self.hasFocus():
-            return
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        r = QRectF(self.rect())
-        if pen is not None:
-            p.setPen(pen)
-            p.drawRoundedRect(r.adjusted(1, 1, -1, -1), 8, 8)
-        if self.selected:                   # the GPU the window is focused on
-            p.fillRect(QRectF(3, 10, 4, r.height() - 20), accent)
-        if self.hasFocus():
-            p.setPen(focus)
-            p.drawRoundedRect(r.adjusted(4, 4, -4, -4), 6, 6)
-        p.end()
-
-    def enterEvent(self, event: object) -> None:
-        self._hover = True
-        self.update()
-        super().enterEvent(event)   # type: ignore[arg-type]
-
-    def leaveEvent(self, event: object) -> None:
-        self._hover = False
-        self.update()
-        super().leaveEvent(event)   # type: ignore[arg-type]
-
-    def focusInEvent(self, event: object) -> None:
-        self.update()
-        super().focusInEvent(event)   # type: ignore[arg-type]
-
-    def focusOutEvent(self, event: object) -> None:
-        self.update()
-        super().focusOutEvent(event)   # type: ignore[arg-type]
-
-    def mousePressEvent(self, event: QMouseEvent) -> None:
-        if event.button() == Qt.MouseButton.LeftButton:
-            event.accept()          # the release comes here: a click
-            return
-        super().mousePressEvent(event)
-
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(
-                event.position().toPoint()):
-            self.activated.emit(self.index)
-        super().mouseReleaseEvent(event)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
-            self.activated.emit(self.index)
-            return
-        super().keyPressEvent(event)

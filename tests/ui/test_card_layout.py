@@ -1,0 +1,88 @@
+"""What a card lays out: at eight cards in a 1024×640 window, in both themes, every text
+stays inside its card and % used and free are its largest figures, never cut; a single
+GPU's card takes the width; before the first sample the cards say they are waiting."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QRect
+from PySide6.QtGui import QFontMetricsF
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
+
+from gpuwatch.core.hints import Severity
+from gpuwatch.ui.live.card_badge import SeverityBadge
+from gpuwatch.ui.live.card_figure import BigFigure
+from gpuwatch.ui.live.cards_view import WAITING
+from gpuwatch.ui.live.text_lines import TextLines
+from gpuwatch.ui.settings import Preferences
+from tests.ui.conftest import feed
+
+TEXT_TYPES = (TextLines, BigFigure, SeverityBadge, QLabel)
+
+
+def _themed(make_window, theme_name: str):
+    window = make_window()
+    window.apply_preferences(Preferences(**{**vars(window.prefs), "theme": theme_name}))
+    return window
+
+
+def _settle(qtbot) -> None:
+    qtbot.wait(30)
+    QApplication.processEvents()
+
+
+def _in_card(card: QWidget, child: QWidget) -> QRect:
+    return QRect(child.mapTo(card, child.rect().topLeft()), child.size())
+
+
+@pytest.mark.parametrize("theme_name", ["light", "dark"])
+def test_eight_cards_at_1024x640_keep_every_text_inside(make_window, scenario, qtbot,
+                                                        theme_name) -> None:
+    window = _themed(make_window, theme_name)
+    window.resize(1024, 640)
+    window.show()
+    qtbot.waitExposed(window)
+    feed(window, scenario("multi-gpu-ddp"), range(300, 330, 3))
+    window.cards.set_hint_levels({3: Severity.CRITICAL})     # the badge takes room too
+    _settle(qtbot)
+    cards = window.cards.cards
+    assert len(cards) == 8
+    for card in cards.values():
+        inside = card.rect()
+        for child in card.findChildren(QWidget):
+            if not isinstance(child, TEXT_TYPES) or not child.isVisibleTo(card):
+                continue
+            rect = _in_card(card, child)
+            assert inside.contains(rect), (card.index, type(child).__name__, rect, inside)
+        for figure in (card.percent, card.free):
+            assert figure.text() and figure.text_width() <= figure.width() + 0.5, \
+                (card.index, figure.text(), figure.text_width(), figure.width())
+        biggest = max(QFontMetricsF(w.font()).height() for w in card.findChildren(TextLines))
+        assert card.percent.font_pixel_size() > biggest
+        assert card.free.font_pixel_size() > biggest
+        assert not card.nvlink.isHidden() and "NVLink" in card.nvlink.text()
+    assert cards[3].badge.text() == "CRITICAL"
+
+
+def QFontMetricsHeight(w: TextLines) -> float:
+    from PySide6.QtGui import QFontMetricsF
+    return QFontMetricsF(w.font()).height()
+
+
+def test_a_single_gpu_card_takes_the_whole_width(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    feed(window, scenario("oom-ramp"), [60])
+    _settle(qtbot)
+    card = window.cards.cards[0]
+    assert card.width() >= window.cards.viewport().width() - 24
+
+
+def test_waiting_for_the_first_sample(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    window.show()
+    _settle(qtbot)
+    assert window.cards.waiting.isVisible() and window.cards.waiting.text() == WAITING
+    feed(window, scenario("workstation"), [10])
+    assert window.cards.waiting.isHidden()

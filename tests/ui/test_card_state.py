@@ -1,0 +1,120 @@
+"""Cards and the advisor agree: the worst open hint is the card's outline, badge and the
+colour of its % used; a lost GPU is the loudest card; the wording of headroom is neutral."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QApplication
+
+from gpuwatch.core.hints import Hint, Severity
+from gpuwatch.core.snapshot import GpuState
+from gpuwatch.ui.live.budget_adapter import BudgetRequest, predict
+from gpuwatch.ui.live.card_state import hint_titles, lost_phrase, since_text, worst_levels
+from gpuwatch.ui.live.card_texts import budget_html, link_text
+from gpuwatch.ui.live.overlay import Overlay
+from gpuwatch.ui.widgets import theme
+from tests.ui.conftest import feed
+
+
+def _hint(gpu: int, severity: Severity, code: str = "oom-risk", pid: int | None = None) -> Hint:
+    return Hint(code=code, severity=severity, gpu_index=gpu, pid=pid, title=f"{code} here",
+                evidence=(), actions=())
+
+
+def test_worst_levels_take_the_worst_warning_or_critical_per_gpu() -> None:
+    hints = [_hint(0, Severity.WARNING), _hint(0, Severity.CRITICAL, "leak", 5),
+             _hint(1, Severity.INFO), _hint(2, Severity.WARNING)]
+    assert worst_levels(hints) == {0: Severity.CRITICAL, 2: Severity.WARNING}
+    assert hint_titles(hints)[0] == ("Critical: leak here", "Warning: oom-risk here")
+    assert 1 not in hint_titles(hints)
+
+
+def test_lost_wording_says_how_long_ago() -> None:
+    assert lost_phrase(GpuState.LOST, 55.2) == "lost 55 s ago"
+    assert lost_phrase(GpuState.LOST, 12 * 60 + 5) == "lost 12 min ago"
+    assert lost_phrase(GpuState.ERROR, 3) == "read failed 3 s ago"
+    assert lost_phrase(GpuState.LOST, None) == "lost"
+    assert since_text(2 * 86400 + 5) == "2 d"
+
+
+def test_links_share_their_unit_when_compact() -> None:
+    assert link_text("PCIe", 1.8e9, 1.9e9, True) == "PCIe ↓1.8 ↑1.9 GB/s"
+    assert link_text("PCIe", 1.8e9, 6.4e8, True) == "PCIe ↓1.8 GB/s ↑640 MB/s"
+    assert link_text("NVLink", 1.8e9, 1.9e9, False) == "NVLink ↓ 1.8 GB/s  ↑ 1.9 GB/s"
+
+
+def test_budget_headroom_is_in_neutral_words() -> None:
+    prediction = predict(BudgetRequest(model="gpt2-medium", batch=8, seq=1024,
+                                       precision="amp-bf16"))
+    assert prediction is not None
+    overlay = Overlay(7, 0, prediction, int(prediction.total_bytes * 0.5))
+    assert overlay.headroom_bytes
+    text = budget_html(overlay, 80 * 2**30, None, "iec")
+    assert "may grow ~" in text and "more" in text
+    for color in (theme.LIGHT.ok, theme.DARK.ok):
+        assert color not in text                 # no green "fine"
+
+
+def test_set_hint_levels_outlines_badges_and_colours_the_used_figure(make_window, scenario,
+                                                                       qtbot) -> None:
+    window = make_window()
+    feed(window, scenario("workstation"), [300])
+    cards = window.cards
+    c = theme.colors()
+    card0, card1 = cards.cards[0], cards.cards[1]
+    assert card0.badge.isHidden() and card0.outline is None
+    cards.set_hint_levels({0: Severity.CRITICAL, 1: Severity.WARNING})
+    assert card0.badge.text() == "CRITICAL" and not card0.badge.isHidden()
+    assert card1.badge.text() == "WARNING"
+    assert card0.outline is Severity.CRITICAL and card1.outline is Severity.WARNING
+    assert card0.percent._color.name() == c.critical
+    assert card1.percent._color.name() == c.warning
+    assert "Critical" in card0.accessibleDescription()
+    cards.set_hint_levels({1: Severity.INFO})       # info hints leave the card alone
+    assert card0.badge.isHidden() and card1.badge.isHidden()
+    assert card0.percent._color.name() == c.text and card1.outline is None
+
+
+def test_the_card_and_the_advisor_never_disagree(make_window, scenario) -> None:
+    window = make_window()
+    backend = scenario("oom-ramp")
+    feed(window, backend, range(0, 320, 2))
+    active = window.hint_source.active
+    assert active and active[0].severity is Severity.CRITICAL
+    card = window.cards.cards[active[0].gpu_index]
+    assert card.badge.text() == "CRITICAL" and card.outline is Severity.CRITICAL
+    assert card.percent._color.name() == theme.colors().critical
+    assert card.badge.toolTip().startswith("Critical: GPU 0 memory full")
+    # a card made after the hint opened starts with it too
+    assert window.cards._levels == worst_levels(active)
+
+
+def test_threshold_ticks_on_the_bar(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    feed(window, scenario("workstation"), [300])
+    QApplication.processEvents()
+    bar = window.cards.cards[0].bar
+    t = window.prefs.thresholds
+    xs = bar.tick_positions()
+    assert len(xs) == 2
+    for x, pct in zip(xs, (t.memory_warning_percent, t.memory_critical_percent), strict=True):
+        assert abs(x - pct / 100 * bar.width()) <= 2.5
+
+
+def test_a_lost_gpu_is_the_loudest_card(make_window, scenario) -> None:
+    window = make_window()
+    backend = scenario("faults")
+    feed(window, backend, [20, 25, 29])
+    card = window.cards.cards[1]
+    feed(window, backend, [31, 40, 86])                 # GPU 1 falls off the bus at 30 s
+    assert card.state is GpuState.LOST
+    assert card.badge.text() == "LOST" and card.outline is Severity.CRITICAL
+    assert card.percent.text() == "lost 55 s ago"
+    assert "last known" in card.used.text() and "GiB used" in card.used.text()
+    assert card.bar._greyed and card.bar.measured_segments()     # last known, faded
+    assert card.free.isHidden()
+    assert "LOST" in card.accessibleDescription()
+    feed(window, backend, [100])                        # back after a reset at 90 s
+    assert card.state is GpuState.OK and card.outline is None and card.badge.isHidden()
+    assert card.percent.text().endswith("% used") and not card.free.isHidden()
