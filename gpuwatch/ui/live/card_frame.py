@@ -10,7 +10,7 @@ state, hover or focus.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QWidget
 
@@ -91,8 +91,19 @@ class CardFrame(QFrame):
             self.activated.emit(self.index)
         super().mouseReleaseEvent(event)
 
+    _CLICK_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space)
+
+    def event(self, event: QEvent) -> bool:
+        # Space is also a window shortcut (pause): a focused card takes it as a click.
+        if event.type() == QEvent.Type.ShortcutOverride and \
+                isinstance(event, QKeyEvent) and event.key() in self._CLICK_KEYS and \
+                event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+        if event.key() in self._CLICK_KEYS:
             self.activated.emit(self.index)
             return
         super().keyPressEvent(event)
