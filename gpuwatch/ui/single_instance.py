@@ -72,7 +72,7 @@ class SingleInstance(QObject):
                 return True
             server.newConnection.connect(self._accept)
             self.server = server
-            log.info("single instance: listening on %s", self.name)
+            log.info("single instance: listening on %s (pid %d)", self.name, os.getpid())
             return True
         finally:
             if locked:
