@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
@@ -44,9 +45,15 @@ _DCGM = (  # (name, help, GpuSample -> value in the unit dcgm-exporter uses)
 )
 
 
+@lru_cache(maxsize=4096)
 def label(text: str | None) -> str:
-    """Text from /proc made safe for a label value: controls escaped, clipped."""
-    return clip(text or "", LABEL_CHARS)
+    """Text from /proc made safe for a label value: controls escaped, clipped. Cached:
+    the same names come back every scrape."""
+    if not text:
+        return ""
+    if len(text) <= LABEL_CHARS and text.isprintable() and "\\" not in text:
+        return text
+    return clip(text, LABEL_CHARS)
 
 
 def top_processes(processes: Sequence[ProcessSample], top: int,
