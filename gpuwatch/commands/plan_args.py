@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from gpuwatch.commands import summary
 from gpuwatch.commands.estimate_args import declare as declare_estimate
 from gpuwatch.commands.parsing import describe
-
-
-def add_plan_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register ``plan``, options and all, on an argparse subparsers object."""
-    declare(subparsers.add_parser("plan", help=summary("plan")))
 
 
 def declare(p: argparse.ArgumentParser) -> None:
@@ -36,8 +30,7 @@ def declare(p: argparse.ArgumentParser) -> None:
             "gpuwatch plan --preset llm-finetuning",
             "gpuwatch plan --model llama-3.1-8b --batch 4 --seq 4096 --precision "
             "mixed-bf16 --sort cost",
-            "gpuwatch plan --model resnet-50 --batch 256 --efficiency 20% --json",
-            "gpuwatch plan --preset diffusion --prices my-prices.toml"],
+            "gpuwatch plan --model resnet-50 --batch 256 --efficiency 25% --prices my.toml --json"],
         run="gpuwatch.commands.plan_cmd:run_plan")
     g = p.add_argument_group("plan")
     g.add_argument("--preset", metavar="NAME",

@@ -166,9 +166,9 @@ def to_text(plan: Plan, sort: str = "time") -> str:
         if plan.cheapest is None:
             lines.append("  no priced instance holds this workload")
         else:
-            c = plan.cheapest
-            lines.append(f"  cheapest: {c.instance.name} ({c.instance.provider}), "
-                         f"{c.config.gpus}× {c.config.hardware.name}")
+            best = plan.cheapest
+            lines.append(f"  cheapest: {best.instance.name} ({best.instance.provider}), "
+                         f"{best.config.gpus}× {best.config.hardware.name}")
     if plan.spot is not None:
         sp = plan.spot
         lines += ["", f"Spot: {sp.caveat}. A checkpoint of {format_bytes(sp.checkpoint_bytes)} "
