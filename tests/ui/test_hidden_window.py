@@ -49,3 +49,27 @@ def test_a_window_that_is_only_grabbed_still_draws(make_window, scenario, monkey
     drawn = _drawn(window, monkeypatch)
     window.on_snapshots([sample_at(scenario("workstation"), 10)])
     assert drawn == [1]
+
+
+def test_hints_shown_while_unseen_catch_up_when_seen(make_window, scenario, qtbot, monkeypatch):
+    window = make_window()
+    window.rest_when_hidden = True
+    backend = scenario("oom-ramp")
+    shown: list[int] = []
+    original = window.set_hints
+    monkeypatch.setattr(window, "set_hints",
+                        lambda views: (shown.append(len(views)), original(views)))
+    announced: list[int] = []
+    window.hint_source.hints_changed.connect(lambda hints: announced.append(len(hints)))
+    window.show()
+    qtbot.waitExposed(window)
+    window.on_snapshots([sample_at(backend, 10)])
+    assert len(shown) == 1
+    window.hide()
+    for t in range(11, 600, 5):                      # the ramp fills the card: a hint opens
+        window.on_snapshots([sample_at(backend, t)])
+    assert len(shown) == 1                           # the panel was left alone…
+    assert announced and announced[-1] >= 1          # …but the tray heard of the hint
+    window.show()
+    qtbot.waitExposed(window)
+    assert len(shown) == 2 and shown[-1] == len(window.hint_source.active) >= 1

@@ -2,7 +2,9 @@
 
 The window calls :meth:`WindowAdvisor.observe` after each ``History.append`` (the
 advisor's hysteresis counts snapshot time, so a burst of queued samples is evaluated
-one by one) and :meth:`WindowAdvisor.flush` once after redrawing for the burst. The
+one by one) and :meth:`WindowAdvisor.flush` once after redrawing for the burst; while
+the window is out of sight (``rest_when_hidden``: in the tray, minimised) the panel and
+banner are left as they are and brought up to date when it is seen again. The
 budgets the user linked in the window (by command line) are handed to the advisor per
 ``(gpu, pid)``, so ``budget-exceeds-capacity``, ``fragmentation`` and ``contention``
 can use them. The tray listens to :attr:`hints_changed` and :attr:`events`.
@@ -15,7 +17,7 @@ from collections import deque
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QEvent, QObject, Signal
 
 from gpuwatch.advisor import Advisor
 from gpuwatch.core.hints import Hint, HintEvent
@@ -44,7 +46,9 @@ class WindowAdvisor(QObject):
         # milliseconds per call, for the status tooltip and the benchmark
         self.update_ms: deque[float] = deque(maxlen=600)
         self.show_ms: deque[float] = deque(maxlen=600)
+        self._unseen = False         # hints changed while the window was out of sight
         window.advisor.hint_activated.connect(self.show_target)
+        window.installEventFilter(self)
 
     # feeding ------------------------------------------------------------------------
     def observe(self) -> None:
@@ -59,10 +63,11 @@ class WindowAdvisor(QObject):
         start = perf_counter()
         events, self._pending = self._pending, []
         self.active = self.engine.active
-        self.window.set_hints([hint_view(h) for h in self.active])
-        self.window.hint_banner.set_hints(self.active)
-        if not self.active:
-            self.window.advisor.set_pending(self.engine.pending_judgements())
+        w = self.window
+        if w.rest_when_hidden and w.out_of_sight():
+            self._unseen = True
+        else:
+            self._show_active()
         shape = [((h.code, h.gpu_index, h.pid), h.severity.value) for h in self.active]
         self.show_ms.append((perf_counter() - start) * 1e3)
         if events:
@@ -70,6 +75,22 @@ class WindowAdvisor(QObject):
         if shape != self._shape:
             self._shape = shape
             self.hints_changed.emit(self.active)
+
+    def _show_active(self) -> None:
+        """The open hints in the Advisor tab and the banner (or what cannot judge yet)."""
+        self._unseen = False
+        self.window.set_hints([hint_view(h) for h in self.active])
+        self.window.hint_banner.set_hints(self.active)
+        if not self.active:
+            self.window.advisor.set_pending(self.engine.pending_judgements())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The window seen again (shown, restored): bring the hints shown up to date."""
+        if (self._unseen and watched is self.window
+                and event.type() in (QEvent.Type.Show, QEvent.Type.WindowStateChange)
+                and not self.window.out_of_sight()):
+            self._show_active()
+        return False
 
     def _sync_links(self) -> None:
         snap = self.window.history.latest
