@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: run demo test test-floor lint bench clean system-deps system-deps-test
+.PHONY: run demo test test-floor lint bench clean system-deps system-deps-test \
+        package package-check install-desktop uninstall-desktop typecheck icons
 
 run: system-deps $(STAMP)
 	$(BIN)/gpuwatch
@@ -26,6 +27,35 @@ test-floor: system-deps-test
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuwatch tests benchmarks
+
+# The standalone one-folder build, dist/gpuwatch (PyInstaller goes into the venv).
+package: $(STAMP)
+	PYTHON=$(BIN)/python packaging/build.sh
+
+# CI's packaging checks: the desktop entry and AppStream metainfo validate, the icon's
+# PNGs are all there, the bundle builds, and the frozen binary passes its smoke test.
+package-check: system-deps-test $(STAMP)
+	desktop-file-validate packaging/gpuwatch.desktop
+	appstreamcli validate --no-net packaging/io.github.gpuwatch.gpuwatch.metainfo.xml
+	$(BIN)/python scripts/render_icons.py --check
+	PYTHON=$(BIN)/python packaging/build.sh
+	packaging/smoke.sh dist/gpuwatch
+
+# The launcher entry, icon, metainfo and completions for this user, running this venv's
+# gpuwatch (packaging/install.sh --bundle dist/gpuwatch installs the bundle instead).
+install-desktop: $(STAMP)
+	packaging/install.sh --exec $(BIN)/gpuwatch
+
+uninstall-desktop:
+	packaging/install.sh --uninstall
+
+# The public library parts (the estimator and the in-process probe) are typed.
+typecheck: $(STAMP)
+	$(BIN)/mypy gpuwatch/budget gpuwatch/probe
+
+# The application icon's PNGs, rendered again from its SVG.
+icons: $(STAMP)
+	$(BIN)/python scripts/render_icons.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/sampler.py

@@ -13,10 +13,10 @@ runtime=(python3-venv libegl1 libgl1 libx11-6 libdbus-1-3 libfontconfig1 libfree
          libxcb-util1 libxcb-xkb1 libxcb-randr0 libxcb-xfixes0 libxcb-sync1 libxcb-xinerama0
          fonts-dejavu-core)
 testing=(xvfb xauth dbus dbus-x11 poppler-utils gcc libc6-dev prometheus
-         desktop-file-utils appstream)
+         desktop-file-utils appstream libglib2.0-bin zsh fish)
 
 why_runtime="Qt's window-system, OpenGL, D-Bus and font libraries, which the PySide6 wheel does not ship"
-why_testing="Xvfb for real windows, a private D-Bus for the tray tests, poppler to read the PDF reports, gcc to build the stand-in NVIDIA driver library the telemetry tests run on, a Prometheus server for the exporter tests, and the desktop-file and AppStream validators"
+why_testing="Xvfb for real windows, a private D-Bus for the tray tests, poppler to read the PDF reports, gcc to build the stand-in NVIDIA driver library the telemetry tests run on, a Prometheus server for the exporter tests, the desktop-file and AppStream validators, GLib's gio to launch the installed desktop entry, and zsh and fish to check the completion scripts"
 
 LOCK_WAIT_TRIES=${LOCK_WAIT_TRIES:-20}     # 20 × 30 s: ten minutes at the most
 LOCK_WAIT_S=${LOCK_WAIT_S:-30}
