@@ -10,20 +10,16 @@ from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from gpuwatch.core.hints import Severity
+from gpuwatch.core.history import History
 from gpuwatch.ui.live.card_badge import SeverityBadge
 from gpuwatch.ui.live.card_figure import BigFigure
-from gpuwatch.ui.live.cards_view import WAITING
+from gpuwatch.ui.live.cards_view import WAITING, CardsView
 from gpuwatch.ui.live.text_lines import TextLines
-from gpuwatch.ui.settings import Preferences
-from tests.ui.conftest import feed
+from gpuwatch.ui.settings import Thresholds
+from gpuwatch.ui.widgets import theme
+from tests.ui.conftest import feed, sample_at
 
 TEXT_TYPES = (TextLines, BigFigure, SeverityBadge, QLabel)
-
-
-def _themed(make_window, theme_name: str):
-    window = make_window()
-    window.apply_preferences(Preferences(**{**vars(window.prefs), "theme": theme_name}))
-    return window
 
 
 def _settle(qtbot) -> None:
@@ -35,19 +31,44 @@ def _in_card(card: QWidget, child: QWidget) -> QRect:
     return QRect(child.mapTo(card, child.rect().topLeft()), child.size())
 
 
+@pytest.fixture
+def themed(qtbot):
+    """Switch the application's theme for a bare cards view; put it back afterwards."""
+    app = QApplication.instance()
+    before = (theme.colors(), app.palette(), app.styleSheet())
+
+    def switch(name: str) -> None:
+        app.setStyleSheet(theme.stylesheet(theme.apply(app, name)))
+
+    yield switch
+    theme._current, palette, sheet = before
+    app.setPalette(palette)
+    app.setStyleSheet(sheet)
+
+
 @pytest.mark.parametrize("theme_name", ["light", "dark"])
-def test_eight_cards_at_1024x640_keep_every_text_inside(make_window, scenario, qtbot,
-                                                        theme_name) -> None:
-    window = _themed(make_window, theme_name)
-    window.resize(1024, 640)
-    window.show()
-    qtbot.waitExposed(window)
-    feed(window, scenario("multi-gpu-ddp"), range(300, 330, 3))
-    window.cards.set_hint_levels({3: Severity.CRITICAL})     # the badge takes room too
+def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot,
+                                                         theme_name) -> None:
+    """The cards span a 1024×640 window's width (the plots and tabs are under them)."""
+    themed(theme_name)
+    history = History()
+    view = CardsView(history=history)
+    qtbot.addWidget(view)
+    view.resize(1024, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    backend = scenario("multi-gpu-ddp")
+    for t in range(300, 330, 3):
+        snap = sample_at(backend, t)
+        history.append(snap)
+        view.update_snapshot(snap, "iec", Thresholds(), {})
+    view.set_hint_levels({3: Severity.CRITICAL, 5: Severity.WARNING})   # badges take room
     _settle(qtbot)
-    cards = window.cards.cards
+    cards = view.cards
     assert len(cards) == 8
+    assert view.horizontalScrollBar().maximum() == 0          # nothing runs off the side
     for card in cards.values():
+        assert card.width() <= 1024 // 4
         inside = card.rect()
         for child in card.findChildren(QWidget):
             if not isinstance(child, TEXT_TYPES) or not child.isVisibleTo(card):
@@ -61,12 +82,7 @@ def test_eight_cards_at_1024x640_keep_every_text_inside(make_window, scenario, q
         assert card.percent.font_pixel_size() > biggest
         assert card.free.font_pixel_size() > biggest
         assert not card.nvlink.isHidden() and "NVLink" in card.nvlink.text()
-    assert cards[3].badge.text() == "CRITICAL"
-
-
-def QFontMetricsHeight(w: TextLines) -> float:
-    from PySide6.QtGui import QFontMetricsF
-    return QFontMetricsF(w.font()).height()
+    assert cards[3].badge.text() == "CRITICAL" and cards[5].badge.text() == "WARNING"
 
 
 def test_a_single_gpu_card_takes_the_whole_width(make_window, scenario, qtbot) -> None:

@@ -22,6 +22,8 @@ from gpuwatch.core.units import format_duration
 from gpuwatch.ui.widgets import theme
 
 SPAN_S = 600.0      # the time a sparkline covers
+MAX_WIDTH = 280     # px: a glance, not a plot (the time plots are below)
+NO_ROW, UNKNOWN = -1, -2   # a column without a sample (the line spans it), or read as unknown
 _NAMES = ("timestamp_s", "used_bytes")
 
 
@@ -40,6 +42,7 @@ class Sparkline(QWidget):
         self._faded = False
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(self.HEIGHT)
+        self.setMaximumWidth(MAX_WIDTH)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self.setToolTip(f"Memory used on GPU {gpu_index}, the last "
                         f"{format_duration(self.span_s)} (the peak of each pixel's time)")
@@ -75,12 +78,13 @@ class Sparkline(QWidget):
             rows = ring.since(first * dt, _NAMES)
             total = ring.last("total_bytes")
             t, used = rows["timestamp_s"], rows["used_bytes"]
-            ys = np.full(w, -1, dtype=np.int16)
+            ys = np.full(w, NO_ROW, dtype=np.int16)
             if total and t.size:
                 cols = np.clip((t // dt).astype(np.int64) - first, 0, w - 1)
                 starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
                 peaks = np.fmax.reduceat(used, starts) / total
                 known = ~np.isnan(peaks)
+                ys[cols[starts][~known]] = UNKNOWN
                 ys[cols[starts][known]] = np.round(
                     (1.0 - np.clip(peaks[known], 0.0, 1.0)) * h).astype(np.int16) + 1
         key = (ys.tobytes(), self.width())
@@ -91,7 +95,7 @@ class Sparkline(QWidget):
             self.update()
 
     def columns(self) -> np.ndarray:
-        """The y pixel of each column, -1 where there is no data (for tests)."""
+        """The y pixel of each column; NO_ROW or UNKNOWN where there is none (for tests)."""
         return np.empty(0, dtype=np.int16) if self._ys is None else self._ys.copy()
 
     def _pens_for(self, c: theme.Colors) -> tuple:
@@ -126,11 +130,15 @@ class Sparkline(QWidget):
 
 
 def _polylines(ys: np.ndarray) -> list[QPolygonF]:
-    """The runs of known columns as polylines (a gap where the GPU was not read)."""
+    """The runs of known columns as polylines: a column without a sample is spanned (the
+    sampling interval is longer than a column), one read as unknown (a lost GPU) breaks
+    the line."""
     out: list[QPolygonF] = []
     current: QPolygonF | None = None
     for x, y in enumerate(ys.tolist()):
-        if y < 0:
+        if y == NO_ROW:
+            continue
+        if y == UNKNOWN:
             current = None
             continue
         if current is None:

@@ -127,8 +127,7 @@ class GpuCard(CardFrame):
         metrics.addWidget(self.util, 1, 0)
         metrics.addWidget(self.pcie, 1, 1)
         metrics.addWidget(self.nvlink, 2, 1)
-        metrics.setColumnStretch(0, 1)
-        metrics.setColumnStretch(1, 1)
+        metrics.setColumnStretch(1, 1)     # the short figures' column takes what they need
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(4)
