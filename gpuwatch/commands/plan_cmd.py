@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from typing import Any
 
 from gpuwatch.budget.errors import BudgetError
@@ -85,8 +84,6 @@ def plan_from_args(args: argparse.Namespace) -> tuple[Any, str]:
         from gpuwatch.plan.hardware import hardware_for
 
         gpus = (hardware_for(args.gpu).name,)
-    if setup.zero and setup.dp == 1:
-        setup = replace(setup, zero=0)
     prices = None if args.no_prices else read_prices(args.prices)
     request = PlanInput(spec, wl, setup, efficiency, dataset, gpus)
     return make_plan(request, prices), args.sort

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.core.units import format_bytes
 from gpuwatch.plan.cloud import CloudFit
 from gpuwatch.plan.layouts import Config, global_batch
@@ -33,6 +34,7 @@ def _step(s: StepTime | None) -> dict[str, Any] | None:
             "flops": s.flops, "bytes_moved": int(s.bytes_moved),
             "communication_bytes": int(s.comm_bytes),
             "link_bytes_per_s": int(s.link_bytes_per_s),
+            "offload_s": s.offload_s, "offload_bytes": int(s.offload_bytes),
             "compute_format": s.precision_format}
 
 
@@ -47,6 +49,7 @@ def _config(c: Config) -> dict[str, Any]:
         "memory_bytes": c.hardware.gpu.memory_bytes, "step": _step(c.step),
         "samples_per_s_per_gpu": c.samples_per_s_per_gpu,
         "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu,
+        "note": c.note or None,
     }
 
 
@@ -105,6 +108,11 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
     }
 
 
+def counts_tokens(spec: object) -> bool:
+    """Language models count tokens; CNNs and ViTs count images."""
+    return isinstance(spec, TransformerSpec) and spec.arch != "vit"
+
+
 def seconds(s: float) -> str:
     """A duration with its unit: 850 ms, 2.41 s, 3.5 min, 1.2 h."""
     if s < 1:
@@ -133,25 +141,31 @@ def money(value: float | None, currency: str) -> str:
 def to_text(plan: Plan, sort: str = "time") -> str:
     r = plan.request
     wl = r.workload
-    unit = "tokens/s" if wl.mode == "infer" or hasattr(r.spec, "heads") else "images/s"
+    unit = "tokens/s" if counts_tokens(r.spec) else "images/s"
     lines = [
         f"{r.spec.name}: {wl.mode}, global batch {global_batch(wl, r.setup):,} "
-        f"({'sequences' if hasattr(r.spec, 'heads') else 'images'}), {r.setup.precision}; "
+        f"({'sequences' if counts_tokens(r.spec) else 'images'}), {r.setup.precision}; "
         f"efficiency {r.efficiency.compute:.0%} of peak compute, "
         f"{r.efficiency.bandwidth:.0%} of peak bandwidth",
         "",
         f"{'GPU':<11}{'n':>2}  {'layout':<22}{'fits':<5}{'max mb':>7}{'mb×acc':>9}"
         f"{'peak/GPU':>11}{'step':>10}  {'bound':<14}{unit + '/GPU':>14}",
     ]
+    notes: list[str] = []
     for c in plan.sorted_configs(sort):
-        layout = c.layout.describe() if c.layout else "—"
+        layout = c.layout.describe() if c.layout else ("batch too small" if c.note else "—")
+        fits = "yes" if c.fits else ("—" if c.note else "no")
+        peak = "—" if c.note else format_bytes(c.peak_bytes)
+        if c.note and c.note not in notes:
+            notes.append(c.note)
         step = c.step
         per = c.tokens_per_s_per_gpu if unit == "tokens/s" else c.samples_per_s_per_gpu
         lines.append(
-            f"{c.hardware.name:<11}{c.gpus:>2}  {layout:<22}{'yes' if c.fits else 'no':<5}"
+            f"{c.hardware.name:<11}{c.gpus:>2}  {layout:<22}{fits:<5}"
             f"{c.max_micro_batch:>7}{(f'{c.micro_batch}×{c.grad_accum}' if c.fits else '—'):>9}"
-            f"{format_bytes(c.peak_bytes):>11}{(seconds(step.total_s) if step else '—'):>10}  "
+            f"{peak:>11}{(seconds(step.total_s) if step else '—'):>10}  "
             f"{(step.bound if step else '—'):<14}{rate(per):>14}")
+    lines += [f"batch too small: {note}." for note in notes]
     if plan.prices is not None:
         book = plan.prices
         lines += ["", f"Cloud ({book.source}, prices as of {book.as_of}, {book.currency}; "

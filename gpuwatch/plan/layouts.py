@@ -60,6 +60,7 @@ class Config:
     step: StepTime | None
     samples_per_step: int  # the global batch
     tokens_per_step: int
+    note: str = ""  # why nothing runs, when it is not memory
 
     @property
     def fits(self) -> bool:
@@ -85,9 +86,7 @@ class Estimates:
         key = (layout.dp, layout.tp, layout.zero, batch, accum)
         if key not in self._cache:
             wl = replace(self.workload, batch=batch, grad_accum=accum)
-            s = replace(self.setup, dp=layout.dp, tp=layout.tp, zero=layout.zero, pp=1,
-                        offload=self.setup.offload if layout.zero == 3 or
-                        self.setup.offload != "params" else None)
+            s = replace(self.setup, dp=layout.dp, tp=layout.tp, zero=layout.zero, pp=1)
             try:
                 self._cache[key] = estimate(self.spec, wl, s)
             except BudgetError:
@@ -101,15 +100,17 @@ def global_batch(workload: Workload, setup: Setup) -> int:
     return workload.batch * accum * setup.dp
 
 
-def layouts(spec: ModelSpec, hw: Hardware, gpus: int, train: bool) -> list[Layout]:
-    """The layouts tried for ``gpus`` GPUs, cheapest in communication first."""
+def layouts(spec: ModelSpec, hw: Hardware, gpus: int, train: bool,
+            params_offloaded: bool = False) -> list[Layout]:
+    """The layouts tried for ``gpus`` GPUs, cheapest in communication first (offloaded
+    parameters need ZeRO-3, on any number of GPUs)."""
     out: list[Layout] = []
     tps = [1]
     if isinstance(spec, TransformerSpec) and gpus <= hw.sheet.fast_domain:
         tps += [t for t in (2, 4, 8) if t <= gpus and spec.heads % t == 0 and spec.kv % t == 0]
     for tp in tps:
         dp = gpus // tp
-        stages = (0, 1, 2, 3) if train and dp > 1 else (0,)
+        stages = (3,) if params_offloaded else (0, 1, 2, 3) if train and dp > 1 else (0,)
         out += [Layout(dp, tp, z) for z in stages]
     return out
 
@@ -123,7 +124,11 @@ def evaluate(spec: ModelSpec, cache: Estimates, hw: Hardware, gpus: int,
     capacity = hw.gpu.memory_bytes
     best: Config | None = None
     smallest: int | None = None
-    for layout in layouts(spec, hw, gpus, train):
+    too_few = False
+    for layout in layouts(spec, hw, gpus, train, cache.setup.offload == "params"):
+        if layout.dp > total:  # a replica with no sample of its own would only repeat work
+            too_few = True
+            continue
         one = cache.get(layout, 1, 1)
         if one is None:
             continue
@@ -148,7 +153,12 @@ def evaluate(spec: ModelSpec, cache: Estimates, hw: Hardware, gpus: int,
             best = config
     if best is not None:
         return best
-    return Config(hw, gpus, None, 0, 0, 0, smallest or 0, None, total, 0)
+    note = ""
+    if too_few and smallest is None:
+        note = (f"a global batch of {total} leaves data-parallel replicas without a sample, "
+                "and tensor parallelism needs an NVLink domain and heads it divides; "
+                "raise --batch or --grad-accum")
+    return Config(hw, gpus, None, 0, 0, 0, smallest or 0, None, total, 0, note)
 
 
 

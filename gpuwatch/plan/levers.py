@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.estimator import Estimate, estimate
-from gpuwatch.budget.precision import get_precision
 from gpuwatch.budget.specs import ModelSpec, TransformerSpec
 from gpuwatch.budget.workload import Setup, Workload
 from gpuwatch.plan.layouts import Config
@@ -82,20 +81,12 @@ def _candidates(spec: ModelSpec, wl: Workload, s: Setup
     return out
 
 
-def _offload_s(est: Estimate, pcie_bytes_per_s: float) -> float:
-    if est.setup.offload is None:
-        return 0.0
-    p = get_precision(est.setup.precision)
-    return est.trainable_params * (p.grad_bytes + p.weight_bytes) / pcie_bytes_per_s
-
-
 def lever_costs(spec: ModelSpec, reference: Config, base: Estimate,
                 efficiency: Efficiency) -> list[LeverCost]:
     """Each lever on ``reference`` (a fitting configuration), cheapest in time first."""
     assert reference.step is not None
     hw, accum, gpus = reference.hardware, reference.grad_accum, reference.gpus
-    pcie = hw.sheet.pcie_bytes_per_s
-    old = reference.step.total_s + _offload_s(base, pcie)
+    old = reference.step.total_s
     out = []
     for change, wl, setup, why in _candidates(spec, base.workload, base.setup):
         try:
@@ -106,6 +97,6 @@ def lever_costs(spec: ModelSpec, reference: Config, base: Estimate,
         if saves <= 0:
             continue
         new = step_time(spec, est, hw, wl.grad_accum if wl.mode == "train" else accum,
-                        efficiency, gpus).total_s + _offload_s(est, pcie)
+                        efficiency, gpus).total_s
         out.append(LeverCost(change, saves, new - old, new / old, why))
     return sorted(out, key=lambda c: (c.time_delta_s, -c.saves_bytes))

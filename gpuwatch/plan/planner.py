@@ -54,7 +54,7 @@ class Plan:
 
         def order(c: Config) -> tuple[int, float]:
             if not c.fits or c.step is None:
-                return (2, float(c.peak_bytes))
+                return (3 if c.note else 2, float(c.peak_bytes))
             if key == "cost":
                 price = cost.get(id(c))
                 return (0, price) if price is not None else (1, c.step.total_s)

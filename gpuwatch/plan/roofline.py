@@ -57,10 +57,12 @@ class StepTime:
     micro_s: float  # one micro-batch, the larger of its two roofs
     accum: int = 1  # micro-batches per step
     optimizer_s: float = 0.0  # the optimizer's pass over its states
+    offload_bytes: float = 0.0  # over PCIe to and from CPU memory, per GPU
+    offload_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.busy_s + self.comm_s
+        return self.busy_s + self.comm_s + self.offload_s
 
     @property
     def busy_s(self) -> float:
@@ -69,9 +71,10 @@ class StepTime:
 
     @property
     def bound(self) -> str:
-        """"compute", "memory" or "communication": the largest part of the step."""
+        """"compute", "memory", "communication" or "offload" (PCIe traffic to CPU
+        memory): the largest part of the step."""
         parts = {"compute": self.compute_s, "memory": self.memory_s,
-                 "communication": self.comm_s}
+                 "communication": self.comm_s, "offload": self.offload_s}
         return max(parts, key=lambda k: parts[k])
 
     def over_link(self, link_bytes_per_s: float) -> StepTime:
@@ -110,6 +113,25 @@ def comm_bytes(spec: ModelSpec, est: Estimate, accum: int) -> float:
     return total
 
 
+def offload_bytes(est: Estimate, accum: int) -> float:
+    """PCIe bytes each GPU moves per step for what lives in CPU memory.
+
+    An offloaded optimizer (ZeRO-Offload) receives the gradients and sends back the
+    updated weights once per step; offloaded parameters (ZeRO-Infinity) are also
+    brought up for the forward and again for the backward pass of every micro-batch
+    (each GPU its shard, which the all-gather then spreads).
+    """
+    s = est.setup
+    if s.offload is None or est.workload.mode != "train":
+        return 0.0
+    p = get_precision(s.precision)
+    shard = s.dp if s.zero >= 2 else 1
+    moved = est.trainable_params / s.tp / shard * (p.grad_bytes + p.weight_bytes)
+    if s.offload == "params":
+        moved += 2 * accum * est.params / s.tp / s.dp * p.weight_bytes
+    return moved
+
+
 def link_for(hw: Hardware, gpus: int) -> float:
     """The per-direction bandwidth the GPUs of a layout share: the fast domain when they
     all fit in it, else PCIe."""
@@ -130,6 +152,7 @@ def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
     optimizer_s = opt_bytes / bytes_s
     link = link_for(hw, gpus)
     sent = comm_bytes(spec, est, accum)
+    host = offload_bytes(est, accum)
     return StepTime(
         flops=micro.flops * accum,
         bytes_moved=micro.bytes_moved * accum + opt_bytes,
@@ -142,4 +165,6 @@ def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
         micro_s=max(compute_micro, memory_micro),
         accum=accum,
         optimizer_s=optimizer_s,
+        offload_bytes=host,
+        offload_s=host / hw.sheet.pcie_bytes_per_s,
     )

@@ -114,3 +114,13 @@ def test_a_custom_price_file_decides_the_cheapest(capsys, tmp_path):
     assert doc["cloud"]["currency"] == "EUR"
     assert doc["cloud"]["cheapest"]["instance"] == "cheap-4090"
     assert doc["cloud"]["cheapest"]["spot_cost_per_step"] is None
+
+
+def test_more_gpus_than_samples_is_said_not_counted_as_out_of_memory(capsys):
+    doc = plan_json(capsys, "--model", "gpt2", "--batch", "1", "--gpu", "RTX-4090",
+                    "--no-prices")
+    by_count = {c["gpus"]: c for c in doc["configs"]}
+    assert by_count[1]["fits"] and by_count[1]["note"] is None
+    for n in (2, 4, 8):  # PCIe card: no tensor parallelism; one sample for n replicas
+        assert not by_count[n]["fits"] and "global batch of 1" in by_count[n]["note"]
+    assert [c["gpus"] for c in doc["configs"]][-3:] == [2, 4, 8]  # listed last

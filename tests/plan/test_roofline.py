@@ -109,3 +109,19 @@ def test_every_catalog_gpu_has_a_named_source():
 def test_cnn_flops_match_published_counts(model, published_gflops, tolerance):
     assert cnn_forward_flops(lookup_model(model)) / 1e9 == pytest.approx(
         published_gflops, rel=tolerance)
+
+
+def test_offloading_adds_its_pcie_traffic():
+    hw = hardware_for("RTX-4090")
+    plain = est(Setup(precision="mixed-bf16"))
+    opt = est(Setup(precision="mixed-bf16", offload="optimizer"))
+    t = step_time(TINY, opt, hw, 2, Efficiency(), 1)
+    # gradients (2 B) down and weights (2 B) up, once per step, over PCIe 4.0 x16
+    assert t.offload_bytes == N * (2 + 2)
+    assert t.offload_s == pytest.approx(N * 4 / 32e9)
+    assert step_time(TINY, plain, hw, 2, Efficiency(), 1).offload_s == 0
+    params = est(Setup(precision="mixed-bf16", offload="params", zero=3))
+    tp = step_time(TINY, params, hw, 2, Efficiency(), 1)
+    # and the weights come up for the forward and the backward pass of each micro-batch
+    assert tp.offload_bytes == N * 4 + 2 * 2 * N * 2
+    assert tp.total_s == pytest.approx(tp.busy_s + tp.comm_s + tp.offload_s)

@@ -216,13 +216,13 @@ class PlanPanel(QWidget):
         self._fill(plan)
 
     def _fill(self, plan: Any) -> None:
-        from gpuwatch.plan.document import IGNORES, money, rate, seconds
+        from gpuwatch.plan.document import IGNORES, counts_tokens, money, rate, seconds
 
         sort = self.sort.currentData()
         cloud = {id(f.config): f for f in plan.cloud}
         book = plan.prices
         currency = book.currency if book else ""
-        transformer = hasattr(plan.request.spec, "heads")
+        transformer = counts_tokens(plan.request.spec)
         configs = plan.sorted_configs(sort)
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(configs))
@@ -231,10 +231,11 @@ class PlanPanel(QWidget):
             per = c.tokens_per_s_per_gpu if transformer else c.samples_per_s_per_gpu
             unit = "tokens/s" if transformer else "images/s"
             cells = (
-                c.hardware.name, str(c.gpus), c.layout.describe() if c.layout else "—",
-                "yes" if c.fits else "no", str(c.max_micro_batch),
+                c.hardware.name, str(c.gpus),
+                c.layout.describe() if c.layout else ("batch too small" if c.note else "—"),
+                "yes" if c.fits else ("—" if c.note else "no"), str(c.max_micro_batch),
                 f"{c.micro_batch} × {c.grad_accum}" if c.fits else "—",
-                format_bytes(c.peak_bytes),
+                "—" if c.note else format_bytes(c.peak_bytes),
                 seconds(c.step.total_s) if c.step else "—",
                 c.step.bound if c.step else "—",
                 f"{rate(per)} {unit}" if per is not None else "—",
@@ -244,6 +245,8 @@ class PlanPanel(QWidget):
             )
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
+                if c.note:
+                    item.setToolTip(c.note)
                 if not c.fits:
                     item.setForeground(Qt.GlobalColor.gray)
                 self.table.setItem(r, col, item)
