@@ -105,3 +105,38 @@ def test_hosts_come_from_hostname_or_the_instance() -> None:
     assert host_of({"instance": "10.0.0.1:9400"}) == "10.0.0.1"
     assert host_of({"instance": "[fd00::1]:9400"}) == "fd00::1"
     assert host_of({"instance": "gpu-7"}) == "gpu-7"
+
+
+def test_the_advisor_runs_on_the_series_and_an_unreachable_host_is_no_oom() -> None:
+    """Two hosts climb toward full; one stops answering. The advisor warns on both, and
+    the silent host's processes are not taken for processes killed by an OOM: nothing
+    opens for it, and its warning closes."""
+    from gpuwatch.advisor import Advisor
+    from gpuwatch.core.history import History
+    from gpuwatch.core.snapshot import BackendInfo, BackendKind, Snapshot
+
+    def proc(host: str, used: float) -> Series:
+        return Series({"job": "gw", "instance": f"{host}:9400", "gpu": "0", "Hostname": host,
+                       "UUID": f"GPU-{host}-0", "pid": "77", "name": "python", "user": "u",
+                       "container": "", "__name__": n.PROCESS_USED}, 1.0, used)
+
+    assembler, history, advisor = Assembler(), History(), Advisor()
+    opened_after_silence, closed = [], set()
+    for t in range(400):
+        series = []
+        for host in ("a", "b") if t < 300 else ("a",):
+            series += gpu_series(host, 0, 70000 + t * 20, job="gw", extra={n.GPU_READABLE: 1})
+            series.append(proc(host, (69000 + t * 20) * MIB))
+        gpus, probes, warnings = assembler.build(series, 1000.0 + t)
+        history.append(Snapshot(1000.0 + t, BackendInfo(BackendKind.NVML), gpus, warnings,
+                                probes))
+        for event in advisor.update(history):
+            if t >= 300 and event.hint.gpu_index == 1:
+                if event.kind.value == "opened":
+                    opened_after_silence.append(event.hint.code)
+                elif event.kind.value == "closed":
+                    closed.add(event.hint.code)
+    assert {h.gpu_index for h in advisor.active} == {0}
+    assert advisor.active[0].code == "oom-risk"
+    assert opened_after_silence == []
+    assert "oom-risk" in closed
