@@ -54,3 +54,38 @@ def window_slice(t: np.ndarray, start_s: float, end_s: float) -> slice:
     i = max(0, int(np.searchsorted(t, start_s, side="left")) - 1)
     j = min(len(t), int(np.searchsorted(t, end_s, side="right")) + 1)
     return slice(i, j)
+
+
+def band_decimate(x: np.ndarray, y: np.ndarray, buckets: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per bucket of samples: (its middle time, mean, minimum, maximum) of ``y``, for a
+    signal that ripples faster than the plot can show (bandwidth over minutes or hours):
+    a mean line with the min/max band around it reads where a min/max zigzag is a solid
+    block. At most ``buckets`` points; fewer samples come back as they are, with no band
+    (minimum and maximum equal to the value). Buckets with no finite sample are NaN."""
+    n = len(x)
+    if buckets < 1:
+        raise ValueError("buckets must be at least 1")
+    if n <= buckets:
+        return x, y, y, y
+    w = -(-n // buckets)
+    b = -(-n // w)
+    pad = b * w - n
+    values = np.asarray(y, dtype=np.float64)
+    if pad:
+        values = np.concatenate([values, np.full(pad, np.nan)])
+    values = values.reshape(b, w)
+    finite = np.isfinite(values)
+    counts = finite.sum(axis=1)
+    sums = np.where(finite, values, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums / counts
+    low = np.where(finite, values, np.inf).min(axis=1)
+    high = np.where(finite, values, -np.inf).max(axis=1)
+    empty = counts == 0
+    low[empty] = np.nan
+    high[empty] = np.nan
+    starts = np.arange(b) * w
+    ends = np.minimum(starts + w, n) - 1
+    mid = (x[starts] + x[ends]) / 2.0
+    return mid, mean, low, high

@@ -1,171 +1,74 @@
 """Time plots: memory used per GPU against its capacity, and estimated bandwidth per GPU.
 
 Windows of 1 min to 24 h; live mode follows the newest sample, pause (or dragging the
-plot) freezes the view so you can scroll back. Data goes through min/max decimation to
-the plot's pixel width, and a live plot is only redrawn when the newest sample would
+plot) freezes the view so you can scroll back. Memory goes through min/max decimation
+to the plot's pixel width, so every peak survives; bandwidth, which ripples faster than
+a plot can show, is drawn at windows of 10 min and more as its mean per pixel pair with
+the min/max band around it. A live plot is only redrawn when the newest sample would
 move it by at least one pixel column: a 24 h window is redrawn about once a minute.
+
+Each GPU's line has its colour and its dash pattern (:mod:`plot_items`), named in a
+legend above the plots; hovering a line or its legend entry highlights it, clicking an
+entry asks for that GPU alone (:attr:`TimePlots.focus_requested`; the window answers with
+:meth:`TimePlots.set_focus`). The minutes a GPU was lost are shaded.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (
-    QButtonGroup,
-    QGraphicsItem,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gpuwatch.core.history import History, Ring
-from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes
+from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
 from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.axes import fast_axes
-from gpuwatch.ui.widgets.decimate import minmax_decimate, window_slice
-from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, zero_based_range
+from gpuwatch.ui.widgets.decimate import band_decimate, minmax_decimate
+from gpuwatch.ui.widgets.gpu_legend import GpuLegend
+from gpuwatch.ui.widgets.plot_items import (
+    HIGHLIGHT_WIDTH,
+    LINE_WIDTH,
+    BandItem,
+    SpanItem,
+    gpu_pen,
+    lost_spans,
+)
+from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the plots' users
+    TimePlot,
+    WindowCurve,
+    byte_unit,
+    cache_text_items,
+    quiet_hidden_axes,
+    restyle_plot,
+    ring_curve,
+    ring_slice,
+    settle,
+)
+from gpuwatch.ui.widgets.plot_ranges import (
+    StickyRange,
+    bounds,
+    label_px,
+    zero_based_range,
+)
 
 WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
-
-
-def byte_unit(units: UnitSystem) -> tuple[str, int]:
-    return ("GB", SIZE_UNITS["GB"]) if units == "si" else ("GiB", SIZE_UNITS["GIB"])
-
-
-def ring_curve(ring: Ring, column: str, x0: float, x1: float, pixels: int,
-               scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y/scale) of ``column`` over [x0, x1], min/max-decimated to ``pixels`` columns."""
-    n = len(ring)
-    if n == 0:
-        return np.empty(0), np.empty(0)
-    last_t = ring.last("timestamp_s") or x1
-    if n >= 2:
-        ts = ring.column("timestamp_s", last=2)
-        dt = max(1e-3, float(ts[1] - ts[0]))
-        need = min(n, int((last_t - x0) / dt * 1.25) + 4)
-    else:
-        need = n
-    t = ring.column("timestamp_s", last=need)
-    if need < n and len(t) and t[0] > x0:   # irregular sampling: fall back to everything
-        t = ring.column("timestamp_s")
-        need = n
-    sl = window_slice(t, x0, x1)
-    y = ring.column(column, last=need)[sl] / scale
-    return minmax_decimate(t[sl], y, max(1, pixels))
-
-
-def settle(plot: pg.PlotWidget) -> None:
-    """Apply pending range and auto-range changes now rather than inside the next paint.
-
-    pyqtgraph defers them to ``paintEvent``; changing the view there marks every item
-    dirty again, which costs a second full paint of the plot in the next pass."""
-    plot.scene().prepareForPaint()
-
-
-def quiet_hidden_axes(plot: pg.PlotWidget) -> None:
-    """Stop the hidden top and right axes from re-rendering their labels. They follow the
-    view like the shown ones, and with pyqtgraph's automatic SI prefix every range change
-    (each second on a live plot) sets their label's HTML again and asks for a layout.
-
-    The value axis keeps its unit as given (GiB, GB/s) too: pyqtgraph's prefix turns a
-    flat line at zero into "GB/s (x1e-06)" from -50 to 50."""
-    item = plot.getPlotItem()
-    for name in ("top", "right"):
-        axis = item.getAxis(name)
-        if not axis.isVisible():
-            axis.enableAutoSIPrefix(False)
-    item.getAxis("left").enableAutoSIPrefix(False)
-
-
-def cache_text_items(plot: pg.PlotWidget) -> None:
-    """Paint the plot's text (title, axis labels, legend entries, line labels) from
-    pixmaps. They are text documents, laid out and drawn anew on every paint of the
-    plot, which on a live plot is every second; their content changes rarely."""
-    cache = QGraphicsItem.CacheMode.DeviceCoordinateCache
-    item = plot.getPlotItem()
-    texts = [item.titleLabel.item]
-    texts += [item.getAxis(name).label for name in ("left", "bottom")]
-    legend = item.legend
-    if legend is not None:
-        for sample, label in legend.items:
-            sample.setCacheMode(cache)
-            texts.append(label.item)
-    for child in item.vb.addedItems:
-        label = getattr(child, "label", None)    # an InfiniteLine made with a label
-        if isinstance(child, pg.InfiniteLine) and label is not None:
-            texts.append(label)
-    for text in texts:
-        text.setCacheMode(cache)
-
-
-def restyle_plot(plot: pg.PlotWidget) -> None:
-    c = theme.colors()
-    plot.setBackground(c.plot_bg)
-    item = plot.getPlotItem()
-    for name in ("left", "bottom"):
-        axis = item.getAxis(name)
-        axis.setPen(c.plot_fg)
-        axis.setTextPen(c.plot_fg)
-        if hasattr(axis, "set_background"):
-            axis.set_background(QColor(c.plot_bg))
-    item.titleLabel.setText(item.titleLabel.text, color=c.plot_fg)
-    plot.showGrid(x=True, y=True, alpha=c.grid_alpha)
-
-
-class WindowCurve(pg.PlotCurveItem):
-    """A curve that knows its data's extent. The scene asks a curve for its bounding
-    rect dozens of times per paint, and every change of the view (each second, on a live
-    plot) makes ``PlotCurveItem`` scan its arrays for their bounds again; the bounds are
-    taken here once per ``setData``, where the data arrive sorted by time."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._extent: tuple[float, float, float, float] | None = None
-        super().__init__(*args, **kwargs)
-
-    def setData(self, *args: Any, **kwargs: Any) -> None:
-        self._extent = None
-        if len(args) == 2:
-            x, y = (np.asarray(a, dtype=float) for a in args)
-            low, high = bounds(y)
-            if len(x) and np.isfinite(low) and np.isfinite(x[0]) and np.isfinite(x[-1]):
-                self._extent = (float(x[0]), float(x[-1]), low, high)
-            args = (x, y)
-        super().setData(*args, **kwargs)
-
-    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> Any:
-        if self._extent is None or frac != 1.0 or orthoRange is not None:
-            return super().dataBounds(ax, frac, orthoRange)
-        x0, x1, low, high = self._extent
-        return (x0, x1) if ax == 0 else (low, high)
-
-
-class _Plot(pg.PlotWidget):
-    MIN_HEIGHT = 96     # title, a few value labels, the time axis: the window fits 1024×640
-
-    def __init__(self, title: str, y_label: str):
-        super().__init__(axisItems=fast_axes())
-        self.setMenuEnabled(False)
-        self.setMouseEnabled(x=True, y=False)
-        self.hideButtons()
-        self.setTitle(title, size="10pt")
-        self.setLabel("left", y_label)
-        self.getPlotItem().layout.setContentsMargins(4, 2, 8, 4)
-        self.setMinimumHeight(self.MIN_HEIGHT)
-        quiet_hidden_axes(self)
+BAND_FROM_S = 600      # bandwidth as mean and min/max band from this much time shown
+HOVER_PX = 8           # a line this close to the mouse is highlighted
+WAITING = "Waiting for the first sample…"
+BW_COLUMN = "estimated_bandwidth_bytes_per_s"
+MEMORY_TITLE = "Memory used per GPU"
+BANDWIDTH_TITLE = "Estimated memory bandwidth per GPU (busy % × peak)"
 
 
 class TimePlots(QWidget):
-    """The two linked plots, the window buttons and live/pause."""
+    """The two linked plots, their legend, the window buttons and live/pause."""
 
     window_changed = Signal(int)
+    live_changed = Signal(bool)
+    focus_requested = Signal(int)      # a legend entry was clicked: this GPU alone
 
     def __init__(self, history: History, parent: QWidget | None = None):
         super().__init__(parent)
@@ -173,26 +76,39 @@ class TimePlots(QWidget):
         self.window_s = 600
         self.live = True
         self.units: UnitSystem = "iec"
+        self.focus: int | None = None       # the one GPU shown, or None for all
+        self.highlight: int | None = None   # the GPU whose lines are drawn wide
+        self.band_mode = False              # bandwidth as mean and band (long windows)
         self._last_drawn_s = -np.inf
         self._setting_range = False
-        self._mem_curves: dict[int, pg.PlotCurveItem] = {}
-        self._bw_curves: dict[int, pg.PlotCurveItem] = {}
+        self._mem_curves: dict[int, WindowCurve] = {}
+        self._bw_curves: dict[int, WindowCurve] = {}
+        self._bw_bands: dict[int, BandItem] = {}
         self._capacity_lines: dict[float, pg.InfiniteLine] = {}
+        self._peak_lines: dict[float, pg.InfiniteLine] = {}
 
-        self.memory = _Plot("Memory used per GPU", "GiB")
-        self.bandwidth = _Plot("Estimated memory bandwidth per GPU (busy % × peak)", "GB/s")
+        self.memory = TimePlot(MEMORY_TITLE, "GiB")
+        self.bandwidth = TimePlot(BANDWIDTH_TITLE, "GB/s")
         self.bandwidth.setXLink(self.memory)
-        self.legend = self.memory.addLegend(offset=(-8, -4), colCount=4, labelTextSize="8pt")
-        for plot in (self.memory, self.bandwidth):
+        self.legend = GpuLegend()
+        self.legend.hovered.connect(lambda i: self.set_highlight(None if i < 0 else i))
+        self.legend.clicked.connect(self.focus_requested)
+        self._spans = (SpanItem(), SpanItem())
+        for plot, spans in zip((self.memory, self.bandwidth), self._spans, strict=True):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
             plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
+            plot.addItem(spans, ignoreBounds=True)
+            plot.scene().sigMouseMoved.connect(
+                lambda pos, plot=plot: self._hover(plot, pos))
+            plot.left_plot.connect(lambda: self.set_highlight(None))
         self._bw_range = StickyRange(floor=0.0, min_top=1.0)   # GB/s, where no peak is known
         self._mem_range = StickyRange(floor=0.0, min_top=1.0)  # GiB, where no capacity is
         self._mem_top: float | None = None      # the largest capacity, in the plot's unit
         self._mem_data_top: float | None = None  # without a capacity: what the data need
         self._bw_top: float | None = None        # the peak bandwidth, or what the data need
+        self._bw_line = False                    # a peak line at _bw_top needs room above
         self._y_set: dict[int, tuple[float, float]] = {}   # id(plot) -> the range it shows
-        self._new_items = True     # text items to cache as pixmaps (legend, labels)
+        self._new_items = True     # text items to cache as pixmaps (line labels)
         self.memory.getViewBox().sigResized.connect(lambda *_: self._fit_memory())
         self.bandwidth.getViewBox().sigResized.connect(lambda *_: self._fit_bandwidth())
         # Until the first sample: the last minutes of the clock, zero to one unit up.
@@ -202,16 +118,22 @@ class TimePlots(QWidget):
         self._mem_data_top = self._bw_top = 1.0
         self._fit_memory()
         self._fit_bandwidth()
+        self.waiting = pg.TextItem(WAITING, color=theme.colors().muted, anchor=(0.5, 0.5))
+        self.waiting.setPos(now - self.window_s / 2, 0.5)
+        self.memory.addItem(self.waiting, ignoreBounds=True)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(QLabel("Window:"))
         self.window_buttons = QButtonGroup(self)
-        for seconds in PLOT_WINDOWS_S:
+        for i, seconds in enumerate(PLOT_WINDOWS_S, start=1):
             b = QPushButton(WINDOW_LABELS[seconds])
             b.setCheckable(True)
             b.setProperty("window_s", seconds)
-            b.setToolTip(f"Show the last {WINDOW_LABELS[seconds]}")
+            b.setToolTip(f"Show the last {WINDOW_LABELS[seconds]} ({i})")
+            b.setAccessibleName(f"Plot window {WINDOW_LABELS[seconds]}")
+            b.setAccessibleDescription(f"Show the last {WINDOW_LABELS[seconds]} in the time "
+                                       f"plots (key {i})")
             self.window_buttons.addButton(b, seconds)
             bar.addWidget(b)
         self.window_buttons.idClicked.connect(self.set_window)
@@ -221,7 +143,11 @@ class TimePlots(QWidget):
         bar.addWidget(self.state_label)
         self.pause_button = QPushButton("Pause")
         self.pause_button.setCheckable(True)
-        self.pause_button.setToolTip("Freeze the plots to scroll back (Space); drag to pan")
+        self.pause_button.setToolTip("Freeze the plots to scroll back (Space); sampling and "
+                                     "recording go on. Drag a plot to pan.")
+        self.pause_button.setAccessibleName("Pause the plots")
+        self.pause_button.setAccessibleDescription(
+            "Freeze the time plots to scroll back; sampling goes on (Space)")
         self.pause_button.toggled.connect(lambda on: self.set_live(not on))
         bar.addWidget(self.pause_button)
 
@@ -229,6 +155,7 @@ class TimePlots(QWidget):
         layout.setContentsMargins(8, 4, 0, 0)
         layout.setSpacing(4)
         layout.addLayout(bar)
+        layout.addWidget(self.legend)
         layout.addWidget(self.memory, 3)
         layout.addWidget(self.bandwidth, 2)
         self.set_window(self.window_s)
@@ -243,45 +170,120 @@ class TimePlots(QWidget):
         self.window_changed.emit(seconds)
 
     def set_live(self, live: bool) -> None:
+        changed = live != self.live
         self.live = live
         if self.pause_button.isChecked() == live:
             self.pause_button.blockSignals(True)
             self.pause_button.setChecked(not live)
             self.pause_button.blockSignals(False)
         self.pause_button.setText("Pause" if live else "Live")
-        self.state_label.setText("" if live else "Paused — drag to scroll back")
+        self.pause_button.setAccessibleName("Pause the plots" if live else
+                                            "Follow the newest sample again")
+        self.state_label.setText("" if live else "Paused (still sampling) — drag to scroll back")
         self.refresh(force=True)
+        if changed:
+            self.live_changed.emit(live)
 
     def toggle_pause(self) -> None:
         self.set_live(not self.live)
+
+    def set_focus(self, index: int | None) -> None:
+        """Show GPU ``index`` alone (its capacity and peak lines too), or all GPUs."""
+        if index == self.focus:
+            return
+        self.focus = index
+        self.legend.set_focus(index)
+        if index is None:
+            self.memory.setTitle(MEMORY_TITLE, size="10pt")
+            self.bandwidth.setTitle(BANDWIDTH_TITLE, size="10pt")
+        else:
+            self.memory.setTitle(f"Memory used · GPU {index} only", size="10pt")
+            self.bandwidth.setTitle(f"Estimated memory bandwidth · GPU {index} only",
+                                    size="10pt")
+        self._new_items = True
+        self.refresh(force=True)
+
+    def set_highlight(self, index: int | None) -> None:
+        """Draw GPU ``index``'s lines wide and on top (None: all alike)."""
+        if index == self.highlight:
+            return
+        for old in (self.highlight, index):
+            if old is None:
+                continue
+            wide = old == index
+            for curves in (self._mem_curves, self._bw_curves):
+                curve = curves.get(old)
+                if curve is not None:
+                    curve.setPen(gpu_pen(old, HIGHLIGHT_WIDTH if wide else LINE_WIDTH))
+                    curve.setZValue(10 if wide else 0)
+        self.highlight = index
+        self.legend.set_highlight(index)
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
         name, _ = byte_unit(units)
         self.memory.setLabel("left", name)
-        for line in self._capacity_lines.values():
-            self.memory.removeItem(line)
-        self._capacity_lines.clear()
+        self._drop_lines()
         self.refresh(force=True)
 
     def restyle(self) -> None:
         """Follow a theme change (pyqtgraph's config only affects new plots)."""
         restyle_plot(self.memory)
         restyle_plot(self.bandwidth)
-        for line in self._capacity_lines.values():
-            self.memory.removeItem(line)
-        self._capacity_lines.clear()
+        self.waiting.setColor(theme.colors().muted)
+        self._drop_lines()
         self.refresh(force=True)
+
+    def _drop_lines(self) -> None:
+        for plot, lines in ((self.memory, self._capacity_lines),
+                            (self.bandwidth, self._peak_lines)):
+            for line in lines.values():
+                plot.removeItem(line)
+            lines.clear()
 
     def _user_moved(self, *_: object) -> None:
         if not self._setting_range and self.live:
             self.set_live(False)
+
+    # hovering ------------------------------------------------------------------------
+    def _hover(self, plot: pg.PlotWidget, pos: QPointF) -> None:
+        curves = self._mem_curves if plot is self.memory else self._bw_curves
+        vb = plot.getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            self.set_highlight(None)
+            return
+        self.set_highlight(self.nearest_line(vb, curves, vb.mapSceneToView(pos)))
+
+    @staticmethod
+    def nearest_line(vb: pg.ViewBox, curves: dict[int, WindowCurve],
+                     at: QPointF) -> int | None:
+        """The GPU whose shown line passes within :data:`HOVER_PX` of ``at`` (view
+        coordinates), the nearest if several."""
+        (_, _), (y0, y1) = vb.viewRange()
+        px_per_unit = vb.height() / max(1e-12, y1 - y0)
+        best, best_px = None, float(HOVER_PX)
+        for index, curve in curves.items():
+            x, y = curve.xData, curve.yData
+            if not curve.isVisible() or x is None or len(x) == 0:
+                continue
+            i = int(np.searchsorted(x, at.x()))
+            near = y[max(0, i - 2):i + 2]
+            near = near[np.isfinite(near)]
+            if not len(near):
+                continue
+            low, high = float(near.min()), float(near.max())
+            gap = 0.0 if low <= at.y() <= high else min(abs(low - at.y()), abs(high - at.y()))
+            if gap * px_per_unit < best_px:
+                best, best_px = index, gap * px_per_unit
+        return best
 
     # drawing -------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> None:
         latest = self.history.latest
         if latest is None:
             return
+        if self.waiting.scene() is not None:
+            self.memory.removeItem(self.waiting)
         now = latest.timestamp_s
         pixels = max(200, int(self.memory.getViewBox().width()) or 800)
         if self.live:
@@ -293,23 +295,36 @@ class TimePlots(QWidget):
         self._last_drawn_s = now
         _, mem_scale = byte_unit(self.units)
         bw_scale = 1e9   # bandwidth is quoted in GB/s like every data sheet, whatever the units
+        self.band_mode = x1 - x0 >= BAND_FROM_S
         capacities: dict[float, int] = {}
-        used, bandwidths = [], []
+        used, bandwidths, spans = [], [], []
         for index, ring in sorted(self.history.gpus.items()):
+            mem = self._curve(self.memory, self._mem_curves, index)
+            bw = self._curve(self.bandwidth, self._bw_curves, index)
+            band = self._band(index)
+            shown = self.focus is None or index == self.focus
+            for item in (mem, bw, band):
+                if item.isVisible() != shown:
+                    item.setVisible(shown)
+            if not shown:
+                continue
             mx, my = ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale)
-            self._curve(self.memory, self._mem_curves, index).setData(mx, my, connect="finite")
+            mem.setData(mx, my, connect="finite")
             used.append(my)
-            bx, by = ring_curve(ring, "estimated_bandwidth_bytes_per_s", x0, x1, pixels, bw_scale)
-            self._curve(self.bandwidth, self._bw_curves, index).setData(bx, by,
-                                                                         connect="finite")
-            bandwidths.append(by)
+            bandwidths.append(self._draw_bandwidth(ring, bw, band, x0, x1, pixels, bw_scale))
+            spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
+        self.legend.set_indices(tuple(sorted(self.history.gpus)))
+        for item in self._spans:
+            item.set_spans(spans)
         self._update_capacities(capacities, mem_scale)
         self._fit_memory(bounds(*used)[1])
-        peaks = [g.peak_bandwidth_bytes_per_s for g in latest.gpus
-                 if g.peak_bandwidth_bytes_per_s]
+        peaks = {g.peak_bandwidth_bytes_per_s for g in latest.gpus
+                 if g.peak_bandwidth_bytes_per_s and (self.focus is None or
+                                                      g.index == self.focus)}
+        self._update_peaks(peaks, bw_scale)
         self._fit_bandwidth(bounds(*bandwidths)[1], max(peaks) / bw_scale if peaks else None)
         if self._new_items:
             self._new_items = False
@@ -322,6 +337,29 @@ class TimePlots(QWidget):
         settle(self.memory)
         settle(self.bandwidth)
 
+    def _draw_bandwidth(self, ring: Ring, curve: WindowCurve, band: BandItem, x0: float,
+                        x1: float, pixels: int, scale: float) -> np.ndarray:
+        """The GPU's bandwidth: min/max-decimated, or in band mode its mean per two pixel
+        columns with the min/max band; returns the values that the y range must show."""
+        t, y = ring_slice(ring, BW_COLUMN, x0, x1, scale)
+        if self.band_mode and len(t) > pixels // 2:
+            mid, mean, low, high = band_decimate(t, y, max(1, pixels // 2))
+            curve.setData(mid, mean, connect="finite")
+            band.set_band(mid, low, high)
+            return high
+        band.clear()
+        x, y = minmax_decimate(t, y, max(1, pixels))
+        curve.setData(x, y, connect="finite")
+        return y
+
+    def _lost(self, ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
+        t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
+        if not np.isnan(total).any():
+            return []
+        _, used = ring_slice(ring, "used_bytes", x0, x1, 1.0)
+        _, bandwidth = ring_slice(ring, BW_COLUMN, x0, x1, 1.0)
+        return lost_spans(t, total, bandwidth, used)
+
     def _set_y(self, plot: pg.PlotWidget, low: float, high: float) -> None:
         """Set a y range unless it is the one shown: pyqtgraph redoes the axis and every
         item's view transform on each call, equal or not."""
@@ -331,19 +369,22 @@ class TimePlots(QWidget):
 
     def _fit_bandwidth(self, high: float | None = None, peak: float | None = None) -> None:
         """From zero to the GPUs' peak bandwidth (the estimate is busy % × peak, so it
-        stays under it); where no peak is known, to what the data need, at least 1 GB/s.
-        Without arguments: fit the last figures again (the plot changed height)."""
+        stays under it), with room above its line for the line's label; where no peak is
+        known, to what the data need, at least 1 GB/s. Without arguments: fit the last
+        figures again (the plot changed height)."""
         if high is not None:
-            if peak is not None and not (np.isfinite(high) and high > peak):
-                self._bw_top = peak * 1.04
+            self._bw_line = peak is not None and not (np.isfinite(high) and high > peak)
+            if self._bw_line:
+                self._bw_top = peak
             else:
                 shown = self._bw_range.fit(0.0, high if np.isfinite(high) else 0.0)
                 if shown is not None:
                     self._bw_top = shown[1]
         if self._bw_top is not None:
-            _, half = label_px()
+            line, half = label_px()
             view_px = self.bandwidth.getViewBox().height()
-            self._set_y(self.bandwidth, *zero_based_range(self._bw_top, view_px, half, half))
+            above = line if self._bw_line else half
+            self._set_y(self.bandwidth, *zero_based_range(self._bw_top, view_px, above, half))
 
     def _fit_memory(self, high: float | None = None) -> None:
         """From zero to the largest capacity, with room above its line for the line's
@@ -361,18 +402,33 @@ class TimePlots(QWidget):
             above = line if self._mem_top is not None else half
             self._set_y(self.memory, *zero_based_range(top, view_px, above, half))
 
-    def _curve(self, plot: pg.PlotWidget, curves: dict[int, pg.PlotCurveItem],
-               index: int) -> pg.PlotCurveItem:
+    def _curve(self, plot: pg.PlotWidget, curves: dict[int, WindowCurve],
+               index: int) -> WindowCurve:
         """A bare curve item: the data arrive decimated to the plot's width and cut to
         its window, which is the work ``PlotDataItem`` would redo on every change."""
         curve = curves.get(index)
         if curve is None:
-            pen = pg.mkPen(theme.gpu_color(index), width=1)
-            name = f"GPU {index}" if plot is self.memory else None
-            curve = curves[index] = WindowCurve(pen=pen, name=name)
+            wide = index == self.highlight
+            curve = curves[index] = WindowCurve(
+                pen=gpu_pen(index, HIGHLIGHT_WIDTH if wide else LINE_WIDTH))
             plot.addItem(curve)
-            self._new_items = True      # a legend entry
         return curve
+
+    def _band(self, index: int) -> BandItem:
+        band = self._bw_bands.get(index)
+        if band is None:
+            band = self._bw_bands[index] = BandItem(theme.gpu_color(index))
+            band.setZValue(-10)
+            self.bandwidth.addItem(band, ignoreBounds=True)
+        return band
+
+    def _line(self, value: float, label: str) -> pg.InfiniteLine:
+        muted = theme.colors().muted
+        self._new_items = True
+        return pg.InfiniteLine(pos=value, angle=0,
+                               pen=pg.mkPen(muted, width=1, style=Qt.PenStyle.DashLine),
+                               label=label, labelOpts={"position": 0.02, "color": muted,
+                                                       "anchors": [(0, 1), (0, 1)]})
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
         for total in list(self._capacity_lines):
@@ -380,23 +436,33 @@ class TimePlots(QWidget):
                 self.memory.removeItem(self._capacity_lines.pop(total))
         for total in capacities:
             if total not in self._capacity_lines:
-                line = pg.InfiniteLine(
-                    pos=total / scale, angle=0,
-                    pen=pg.mkPen(theme.colors().muted, width=1, style=Qt.PenStyle.DashLine),
-                    label=f"capacity {format_bytes(total, self.units)}",
-                    labelOpts={"position": 0.02, "color": theme.colors().muted,
-                               "anchors": [(0, 1), (0, 1)]})
+                line = self._line(total / scale, f"capacity {format_bytes(total, self.units)}")
                 self.memory.addItem(line)
                 self._capacity_lines[total] = line
-                self._new_items = True
         self._mem_top = max(capacities) / scale if capacities else None
 
+    def _update_peaks(self, peaks: set[float], scale: float) -> None:
+        """A dashed line at each distinct peak bandwidth shown, like the capacity line."""
+        for peak in list(self._peak_lines):
+            if peak not in peaks:
+                self.bandwidth.removeItem(self._peak_lines.pop(peak))
+        for peak in peaks:
+            if peak not in self._peak_lines:
+                line = self._line(peak / scale, f"peak {peak / scale:,.0f} GB/s")
+                self.bandwidth.addItem(line)
+                self._peak_lines[peak] = line
+
     def clear(self) -> None:
-        for plot, curves in ((self.memory, self._mem_curves), (self.bandwidth, self._bw_curves)):
-            for curve in curves.values():
-                plot.removeItem(curve)
-            curves.clear()
-        self.legend.clear()
+        for plot, items in ((self.memory, self._mem_curves), (self.bandwidth, self._bw_curves),
+                            (self.bandwidth, self._bw_bands)):
+            for item in items.values():
+                plot.removeItem(item)
+            items.clear()
+        for spans in self._spans:
+            spans.set_spans([])
+        self._drop_lines()
+        self.legend.set_indices(())
+        self.highlight = None
         self._bw_range = StickyRange(floor=0.0, min_top=1.0)
         self._mem_range = StickyRange(floor=0.0, min_top=1.0)
         self._mem_data_top = self._bw_top = None
