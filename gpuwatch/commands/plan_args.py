@@ -8,6 +8,9 @@ import argparse
 from gpuwatch.commands.estimate_args import declare as declare_estimate
 from gpuwatch.commands.parsing import describe
 
+PRESET_FILLS = ("mode", "batch", "seq", "grad_accum", "precision", "optimizer",
+                "checkpointing", "lora")
+
 
 def declare(p: argparse.ArgumentParser) -> None:
     """The options of ``gpuwatch plan``."""
@@ -32,6 +35,8 @@ def declare(p: argparse.ArgumentParser) -> None:
             "mixed-bf16 --sort cost",
             "gpuwatch plan --model resnet-50 --batch 256 --efficiency 25% --prices my.toml --json"],
         run="gpuwatch.commands.plan_cmd:run_plan")
+    # what a preset may fill in: the options the user left at estimate's defaults
+    p.set_defaults(preset_fills={name: p.get_default(name) for name in PRESET_FILLS})
     g = p.add_argument_group("plan")
     g.add_argument("--preset", metavar="NAME",
                    help="a typical workload with its model and recommended setup: "
@@ -39,7 +44,8 @@ def declare(p: argparse.ArgumentParser) -> None:
     g.add_argument("--efficiency", metavar="FRACTION",
                    help="fraction of the dense peak real kernels reach, 0.01 to 1 or 1%% to "
                         "100%% (default 50%%: large transformer training reaches 40–60 %%; "
-                        "CNNs nearer 20 %%, see docs/plan.md)")
+                        "CNNs nearer 17–25 %%; a preset brings its measured figure, see "
+                        "docs/plan.md)")
     g.add_argument("--bandwidth-efficiency", metavar="FRACTION",
                    help="fraction of the data-sheet memory bandwidth reached (default 80%%)")
     g.add_argument("--prices", metavar="FILE",

@@ -74,7 +74,8 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
         "model": r.spec.name, "params": r.spec.params, "mode": wl.mode,
         "global_batch": global_batch(wl, st),
         "seq": wl.seq, "precision": st.precision,
-        "efficiency": {"compute": r.efficiency.compute, "bandwidth": r.efficiency.bandwidth},
+        "efficiency": {"compute": r.efficiency.compute, "bandwidth": r.efficiency.bandwidth,
+                       "source": r.efficiency.source},
         "dataset_samples": r.dataset_samples,
         "sort": sort,
         "hardware": [{
@@ -147,6 +148,7 @@ def to_text(plan: Plan, sort: str = "time") -> str:
         f"({'sequences' if counts_tokens(r.spec) else 'images'}), {r.setup.precision}; "
         f"efficiency {r.efficiency.compute:.0%} of peak compute, "
         f"{r.efficiency.bandwidth:.0%} of peak bandwidth",
+        f"efficiency from {r.efficiency.source}",
         "",
         f"{'GPU':<11}{'n':>2}  {'layout':<22}{'fits':<5}{'max mb':>7}{'mb×acc':>9}"
         f"{'peak/GPU':>11}{'step':>10}  {'bound':<14}{unit + '/GPU':>14}",

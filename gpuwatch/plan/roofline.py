@@ -40,6 +40,7 @@ class Efficiency:
 
     compute: float = DEFAULT_TRAIN_EFFICIENCY
     bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
+    source: str = "the default: large matmuls reach 40–60 % of the dense peak"
 
 
 @dataclass(frozen=True)

@@ -124,3 +124,26 @@ def test_more_gpus_than_samples_is_said_not_counted_as_out_of_memory(capsys):
     for n in (2, 4, 8):  # PCIe card: no tensor parallelism; one sample for n replicas
         assert not by_count[n]["fits"] and "global batch of 1" in by_count[n]["note"]
     assert [c["gpus"] for c in doc["configs"]][-3:] == [2, 4, 8]  # listed last
+
+
+def test_a_preset_fills_only_what_the_command_line_leaves_at_its_default(capsys):
+    doc = plan_json(capsys, "--preset", "llm-finetuning", "--no-prices")
+    p = PRESETS["llm-finetuning"]
+    assert doc["precision"] == p.setup.precision and doc["seq"] == p.workload.seq
+    assert doc["global_batch"] == p.workload.batch * p.workload.grad_accum
+    assert doc["efficiency"]["compute"] == p.efficiency
+    assert "NeMo" in doc["efficiency"]["source"]
+    doc = plan_json(capsys, "--preset", "llm-finetuning", "--precision", "fp32",
+                    "--efficiency", "30%", "--no-prices")
+    assert doc["precision"] == "fp32" and doc["efficiency"]["compute"] == 0.3
+    assert doc["efficiency"]["source"] == "--efficiency"
+
+
+def test_the_published_lora_comparison_of_docs_plan_md(capsys):
+    """docs/plan.md quotes this run against NeMo AutoModel's 12,473 tokens/s/GPU."""
+    doc = plan_json(capsys, "--model", "llama-3.1-8b", "--precision", "bf16", "--lora", "16",
+                    "--batch", "2", "--grad-accum", "16", "--seq", "4096", "--gpu",
+                    "H100-80GB", "--no-prices", "--efficiency", "41%")
+    (one,) = [c for c in doc["configs"] if c["gpus"] == 1]
+    assert one["step"]["bound"] == "compute"
+    assert one["tokens_per_s_per_gpu"] == pytest.approx(12_473, rel=0.15)

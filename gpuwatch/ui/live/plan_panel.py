@@ -49,9 +49,11 @@ def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
     from gpuwatch.plan.prices import read_prices
     from gpuwatch.plan.roofline import Efficiency
 
-    efficiency = Efficiency(compute=efficiency_percent / 100)
+    efficiency = Efficiency(compute=efficiency_percent / 100, source="the Efficiency field")
     if preset != CUSTOM:
         p = lookup_preset(preset)
+        if round(p.efficiency * 100) == efficiency_percent:
+            efficiency = replace(efficiency, source=p.efficiency_source)
         wl = replace(p.workload, batch=batch)
         setup = p.setup if precision == "recommended" else replace(p.fp32(), lora_rank=
                                                                     p.setup.lora_rank)
@@ -170,9 +172,12 @@ class PlanPanel(QWidget):
         self.model.setEnabled(name == CUSTOM)
         if name != CUSTOM:
             p = lookup_preset(name)
-            self.batch.blockSignals(True)
-            self.batch.setValue(p.workload.batch * p.workload.grad_accum)
-            self.batch.blockSignals(False)
+            for spin, value in ((self.batch, p.workload.batch * p.workload.grad_accum),
+                                (self.efficiency, round(p.efficiency * 100))):
+                spin.blockSignals(True)
+                spin.setValue(value)
+                spin.blockSignals(False)
+            self.efficiency.setToolTip(f"Efficiency: {p.efficiency_source}")
             self.model.setCurrentText(p.model)
 
     def showEvent(self, event: QShowEvent) -> None:
