@@ -141,7 +141,7 @@ class ProcessModel(ProcessRows):
         self._shown_version = self.exited.version
         # unfiltered rows are the last sample's processes: then ``same`` says they hold
         self._reconcile(old, old_now, exited_changed=changed,
-                        same=same if seen is old and not self._filter else None)
+                        same=same if seen is old and not self.filtering else None)
 
     def pass_snapshot(self, snapshot: Snapshot) -> None:
         """A snapshot the table will not show (one of a burst, before the newest): only
@@ -162,6 +162,20 @@ class ProcessModel(ProcessRows):
     def set_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
         self._reconcile(exited_changed=True)
+
+    def set_gpu(self, index: int | None) -> None:
+        """Show only the processes on GPU ``index`` (None: on every GPU)."""
+        if index != self._gpu:
+            self._gpu = index
+            self._reconcile(exited_changed=True)
+
+    @property
+    def gpu(self) -> int | None:
+        return self._gpu
+
+    @property
+    def filter_text(self) -> str:
+        return self._filter
 
     def set_budgets(self, budgets: dict[Key, int]) -> None:
         if budgets != self._budgets:

@@ -62,6 +62,7 @@ class ProcessPanel(QWidget):
         self.window_s = 600
         self.user = current_user()
         self._detail_stale = False
+        self._auto_key: Key | None = None   # the row selected for the user, not by them
         self._exited_version = -1     # the model's exited rows the actions were set for
         self.model = ProcessModel()
         self.probe_history = ProbeHistory()   # fed by the window, one snapshot at a time
@@ -69,9 +70,13 @@ class ProcessPanel(QWidget):
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter by name, user, pid, command, container…  (Ctrl+F)")
         self.filter.setClearButtonEnabled(True)
-        self.filter.textChanged.connect(self.model.set_filter)
+        self.filter.textChanged.connect(self._filter_changed)
+        self.filter.setAccessibleName("Filter processes")
+        self.filter.setAccessibleDescription("Show only the processes whose name, user, pid, "
+                                             "command or container contain these words")
         self.count = QLabel()
         self.count.setProperty("muted", True)
+        self.count.setAccessibleName("Process count")
 
         self.table = ProcessTable()
         self.table.setModel(self.model)
@@ -172,13 +177,59 @@ class ProcessPanel(QWidget):
         shown = model.live_rows
         text = (f"{shown} of {plural(total, 'process', 'processes')}" if shown != total
                 else plural(total, "process", "processes"))
+        if model.gpu is not None:
+            text += f" · GPU {model.gpu} only"
         if model.exited_rows:
             text += f" · {model.exited_rows} exited"
         self.count.setText(text)
+        self.table.set_empty_text(self.empty_text())
         if model.exited.version != self._exited_version:   # a process left or went
             self._exited_version = model.exited.version
             self._sync_actions()
-        self._refresh_detail()
+        if not self.select_default():
+            self._refresh_detail()
+
+    def empty_text(self) -> str:
+        """Why the table has no row: no sample yet, no process, or the filter's doing."""
+        snap = self.history.latest
+        if snap is None:
+            return "Waiting for the first sample…"
+        gpu, words = self.model.gpu, self.model.filter_text
+        if words:
+            where = "" if gpu is None else f" on GPU {gpu}"
+            return f"No process{where} matches “{words}”"
+        errors = [g for g in snap.gpus if g.processes_error and gpu in (None, g.index)]
+        if errors:
+            g = errors[0]
+            return f"GPU {g.index}'s process list could not be read: {g.processes_error}"
+        if not snap.gpus:
+            return "No GPU to list processes for"
+        return "No process is using GPU memory" if gpu is None else \
+            f"No process is using memory on GPU {gpu}"
+
+    def select_default(self) -> bool:
+        """With no row selected, select the first running process (the largest user of
+        memory, unless sorted otherwise), so the plot under the table shows someone;
+        True if it did. Exited rows are never chosen for the user, and a process chosen
+        this way that exits gives way to the next (the user's own choice stays)."""
+        selected = self.selected_key()
+        if selected is not None and selected == self._auto_key \
+                and self.model.is_exited(selected):
+            self.table.selectionModel().clearSelection()
+            selected = None
+        if selected is not None or self.model.live_rows == 0:
+            return False
+        key = self._auto_key = self.model.key_at(0)
+        return key is not None and self.select(key)
+
+    def set_gpu_filter(self, index: int | None) -> None:
+        """List only GPU ``index``'s processes (None: every GPU's)."""
+        self.model.set_gpu(index)
+        self.refresh()
+
+    def _filter_changed(self, text: str) -> None:
+        self.model.set_filter(text)
+        self.table.set_empty_text(self.empty_text())
 
     def restyle(self) -> None:
         self.detail.restyle()
@@ -200,7 +251,7 @@ class ProcessPanel(QWidget):
         row = self.model.row_of(key)
         if row < 0:
             return False
-        self.table.selectionModel().select(
+        self.table.selectionModel().setCurrentIndex(
             self.model.index(row, 0),
             QItemSelectionModel.SelectionFlag.ClearAndSelect
             | QItemSelectionModel.SelectionFlag.Rows)
@@ -230,7 +281,8 @@ class ProcessPanel(QWidget):
         key = self.selected_key()
         p = None if key is None else self.model.sample(key)
         if key is None or p is None:
-            self.detail.show_none(self.window_s)
+            self.detail.show_none(self.window_s, self.empty_text() if self.model.rowCount()
+                                  == 0 else None)
             return
         self.detail.show_process(key, p, self.model.budget(key), self.model.exited_row(key),
                                  self.model.probe(key), self.units, self.window_s)

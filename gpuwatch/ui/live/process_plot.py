@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gpuwatch.core.history import History
@@ -23,7 +23,12 @@ from gpuwatch.ui.live.process_rows import Key
 from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
-from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, top_with_room
+from gpuwatch.ui.widgets.plot_ranges import (
+    StickyRange,
+    bounds,
+    label_px,
+    top_with_room,
+)
 from gpuwatch.ui.widgets.plots import (
     WindowCurve,
     byte_unit,
@@ -35,6 +40,12 @@ from gpuwatch.ui.widgets.plots import (
 )
 
 NO_SELECTION = "Select a process to see its memory over time"
+
+
+def peak_pen_color() -> str:
+    """The predicted-peak line's colour: the plot's own text colour. A prediction is
+    neither good nor bad news; red stays for danger."""
+    return theme.colors().plot_fg
 
 
 class ProcessPlot(QWidget):
@@ -52,6 +63,11 @@ class ProcessPlot(QWidget):
         self.detail_plot.hideButtons()
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
+        self.detail_plot.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.detail_plot.setAccessibleName("Selected process's memory over time")
+        self.detail_plot.setAccessibleDescription(
+            "GPU memory held by the process selected in the table, against the time of "
+            "day, with its budget's predicted peak when one is linked")
         quiet_hidden_axes(self.detail_plot)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
         self.alloc_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
@@ -59,16 +75,16 @@ class ProcessPlot(QWidget):
         self.detail_plot.addItem(self.alloc_curve)
         self.detail_plot.addItem(self.detail_curve)
         self._styled: tuple | None = None    # (unit name, pid, colour) the plot is set up for
-        self._y_range = StickyRange()
+        # from zero: a flat line reads as flat, not as noise zoomed to a few MiB
+        self._y_range = StickyRange(floor=0.0, min_top=0.05)
         self._y_set: tuple[float, float] | None = None   # the y range the plot shows
         self._peak: float | None = None      # where the predicted-peak line is, if shown
         self.detail_plot.disableAutoRange(axis="y")
         self.detail_plot.getViewBox().sigResized.connect(lambda *_: self._fit_y())
-        self.peak_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.UNEXPLAINED_COLOR, width=1.2,
-                                                               style=Qt.PenStyle.DashLine),
+        self.peak_line = pg.InfiniteLine(angle=0, pen=self._peak_pen(),
                                          label="predicted peak",
                                          labelOpts={"position": 0.02,
-                                                    "color": theme.UNEXPLAINED_COLOR,
+                                                    "color": peak_pen_color(),
                                                     "anchors": [(0, 1), (0, 1)]})
         self.detail_plot.addItem(self.peak_line)
         cache_text_items(self.detail_plot)        # the line's label too, while it is in
@@ -80,16 +96,23 @@ class ProcessPlot(QWidget):
         layout.addWidget(self.detail_title)
         layout.addWidget(self.detail_plot)
 
+    @staticmethod
+    def _peak_pen() -> QPen:
+        return pg.mkPen(peak_pen_color(), width=1.2, style=Qt.PenStyle.DashDotLine)
+
     def restyle(self) -> None:
         restyle_plot(self.detail_plot)
+        self.peak_line.setPen(self._peak_pen())
+        self.peak_line.label.setColor(peak_pen_color())
         c = theme.colors()
         # opaque: a new figure in the title repaints the title alone, not the panels under it
         self.detail_title.set_colors(QColor(c.muted), QColor(c.window))
         self._styled = None
 
-    def show_none(self, window_s: float) -> None:
-        """No process selected: the hint in the title, an empty plot."""
-        self.detail_title.set(NO_SELECTION)
+    def show_none(self, window_s: float, why: str | None = None) -> None:
+        """No process selected: ``why`` (no process to show, waiting for a sample) or
+        the hint to select one in the title, an empty plot."""
+        self.detail_title.set(why or NO_SELECTION)
         self.detail_curve.setData([], [])
         self.alloc_curve.setData([], [])
         self._show_peak(None)
@@ -152,9 +175,16 @@ class ProcessPlot(QWidget):
             return
         low, top = fitted
         peak = self._peak
-        if peak is not None:
-            room, _ = label_px()
-            top = top_with_room(low, peak, top, self.detail_plot.getViewBox().height(), room)
+        view_px = self.detail_plot.getViewBox().height()
+        room, half = label_px()
+        if low == 0:     # from zero: room under it for the "0" label, above the peak line
+            view_px = view_px if view_px > 0 else 300.0
+            if peak is not None:
+                per_px = peak / max(view_px - half - room, view_px * 0.5)
+                top = max(top, peak + room * per_px)
+            low = -half * top / max(view_px - half, view_px * 0.5)
+        elif peak is not None:
+            top = top_with_room(low, peak, top, view_px, room)
         if (low, top) != self._y_set:
             self._y_set = (low, top)
             self.detail_plot.setYRange(low, top, padding=0)
@@ -183,7 +213,7 @@ class ProcessPlot(QWidget):
         if style == self._styled:
             return
         if style[:2] != (self._styled or ())[:2]:
-            self._y_range = StickyRange()     # another process, or unit: fit it afresh
+            self._y_range = StickyRange(floor=0.0, min_top=0.05)   # another process, or unit
         self._styled = style
         self.detail_plot.setLabel("left", unit_name)
         self.detail_curve.setPen(pg.mkPen(color, width=1))

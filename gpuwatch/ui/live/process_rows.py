@@ -56,6 +56,7 @@ class ProcessRows(QAbstractTableModel):
         self._budgets: dict[Key, int] = {}       # predicted peak bytes of linked processes
         self._now_s = 0.0
         self._filter = ""
+        self._gpu: int | None = None             # show only this GPU's processes
         self._sort_column = MEMORY
         self._sort_order = Qt.SortOrder.DescendingOrder
         self.exited = ExitedProcesses()
@@ -98,7 +99,14 @@ class ProcessRows(QAbstractTableModel):
         return self._keys[:len(self._keys) - len(self._exited_keys)]
 
     # internals ----------------------------------------------------------------------
+    @property
+    def filtering(self) -> bool:
+        """Whether some processes may be left out (a filter text or one GPU)."""
+        return bool(self._filter) or self._gpu is not None
+
     def _accepts(self, p: ProcessSample) -> bool:
+        if self._gpu is not None and p.gpu_index != self._gpu:
+            return False
         f = self._filter
         if not f:
             return True
@@ -115,7 +123,7 @@ class ProcessRows(QAbstractTableModel):
         wanted."""
         if same is None or exited_changed or not same:
             wanted = [k for k, p in self._samples.items() if self._accepts(p)] \
-                if self._filter else list(self._samples)
+                if self.filtering else list(self._samples)
             wanted_set = set(wanted)
             live = self._keys[:len(self._keys) - len(self._exited_keys)] \
                 if self._exited_keys else self._keys

@@ -162,11 +162,36 @@ class SortHeader(QHeaderView):
 
 
 class ProcessTable(QTableView):
+    """The table. Tab and Shift+Tab leave it for the next and previous control (the arrow
+    keys move between rows); with no row to show it says why (:attr:`empty_text`)."""
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setHorizontalHeader(SortHeader(Qt.Orientation.Horizontal, self))
         self._texts: dict[tuple[str, int, int], tuple[QStaticText, int, int]] = {}
         self._font_key = ""
+        self.empty_text = "Waiting for the first sample…"
+        self.setTabKeyNavigation(False)
+        self.setAccessibleName("Processes using GPU memory")
+        self.setAccessibleDescription(
+            "One row per process on a GPU: pid, user, name, GPU, GPU memory, budget, CPU, "
+            "memory, running time, container and command. Arrow keys move between rows; "
+            "Tab leaves the table.")
+
+    def set_empty_text(self, text: str) -> None:
+        if text != self.empty_text:
+            self.empty_text = text
+            if self.model() is None or self.model().rowCount() == 0:
+                self.viewport().update()
+
+    def _paint_empty(self) -> None:
+        """What an empty table says, centred in the visible part of the viewport."""
+        p = QPainter(self.viewport())
+        p.setPen(QColor(theme.colors().muted))
+        p.drawText(self.viewport().rect().adjusted(12, 12, -12, -12),
+                   int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop
+                       | Qt.TextFlag.TextWordWrap), self.empty_text)
+        p.end()
 
     def paintEvent(self, event: QPaintEvent) -> None:
         model = self.model()
@@ -176,7 +201,10 @@ class ProcessTable(QTableView):
         rows = model.rowCount()
         viewport = self.viewport()
         area = event.rect()
-        if rows == 0 or area.isEmpty():
+        if rows == 0:
+            self._paint_empty()
+            return
+        if area.isEmpty():
             return
         first = self.rowAt(area.top())
         if first < 0:
