@@ -71,6 +71,14 @@ def hint_view(hint: Hint) -> HintView:
         actions=tuple(a.summary for a in hint.actions), process_name=hint.process_name)
 
 
+def hint_words(h: HintView) -> str:
+    """A hint as plain words, for screen readers (its row is painted rich text)."""
+    parts = [f"{SEVERITY_LABELS.get(h.severity, h.severity)}: {h.title}", h.where]
+    parts += [line for line in h.evidence.splitlines() if line]
+    parts += list(h.actions or ((h.action,) if h.action else ()))
+    return ". ".join(p for p in parts if p)
+
+
 def hint_html(h: HintView) -> str:
     c = theme.colors()
     color = {"critical": c.critical, "warning": c.warning}.get(h.severity, c.muted)
@@ -117,6 +125,9 @@ class AdvisorPanel(QWidget):
         self.list.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
         self.list.itemClicked.connect(self._clicked)
         self.list.itemActivated.connect(self._clicked)
+        self.list.setAccessibleName("Advisor hints")
+        self.list.setAccessibleDescription("Open hints, worst first; Enter selects the "
+                                           "hint's GPU and process")
         self.empty = QLabel(NOTHING_TO_SAY)
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -154,7 +165,7 @@ class AdvisorPanel(QWidget):
             return
         selected = self.selected_key()
         self.list.setUpdatesEnabled(False)
-        for i, (_, text) in enumerate(rows):
+        for i, (h, text) in enumerate(rows):
             if i < len(self._shown) and self._shown[i][1] == text:
                 continue
             if i < self.list.count():
@@ -170,6 +181,7 @@ class AdvisorPanel(QWidget):
                 item = QListWidgetItem()
                 self.list.addItem(item)
                 self.list.setItemWidget(item, label)
+            item.setData(Qt.ItemDataRole.AccessibleTextRole, hint_words(h))
             self._fit(item)
         while self.list.count() > len(rows):
             self.list.takeItem(self.list.count() - 1)

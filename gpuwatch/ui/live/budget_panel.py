@@ -32,7 +32,7 @@ from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.live import budget_adapter as ba
 from gpuwatch.ui.live.budget_links import BudgetLinks
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
-from gpuwatch.ui.live.overlay import CATEGORY_LABELS
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS, budget_color
 from gpuwatch.ui.widgets import theme
 
 
@@ -85,6 +85,24 @@ class BudgetPanel(QWidget):
         self.zero = _spin(0, 3, d.zero)
         self.dp = _spin(1, 4096, d.dp)
         self.lora = _spin(0, 4096, d.lora_rank)
+        browse.setAccessibleName("Browse for a config.json")
+        for widget, name, description in (
+                (self.model, "Model", "A catalog model name or the path of a Hugging Face "
+                 "config.json"),
+                (self.mode, "Mode", "Training or inference"),
+                (self.batch, "Batch per GPU", "Samples per GPU per step"),
+                (self.seq, "Sequence length", "Tokens per sample"),
+                (self.precision, "Precision", "Weights, compute and optimizer precision"),
+                (self.optimizer, "Optimizer", "The optimizer, which sets the states kept "
+                 "per parameter"),
+                (self.checkpointing, "Recompute", "Activation checkpointing: what is "
+                 "recomputed in the backward pass instead of stored"),
+                (self.flash, "Flash attention", "Fused attention: no score matrix stored"),
+                (self.zero, "ZeRO stage", "How much of the model state is sharded"),
+                (self.dp, "Data-parallel GPUs", "GPUs the ZeRO shards are spread over"),
+                (self.lora, "LoRA rank", "0 for full fine-tuning")):
+            widget.setAccessibleName(name)
+            widget.setAccessibleDescription(description)
 
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -128,15 +146,22 @@ class BudgetPanel(QWidget):
         self.levers.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.levers.header().setStretchLastSection(False)
         self.levers.setMinimumHeight(100)
+        self.levers.setAccessibleName("What if")
+        self.levers.setAccessibleDescription("What each unused lever would make the "
+                                             "predicted peak, and what it would save")
+        self.bar.setAccessibleName("Predicted peak by category")
 
         self.link_button = QPushButton("Link selected process")
         self.link_button.setToolTip("Draw this budget beside the selected process's memory "
                                     "(Ctrl+L); remembered for its command line")
         self.link_button.clicked.connect(self.link_clicked)
+        self.link_button.setAccessibleDescription(self.link_button.toolTip())
         self.presets = QComboBox()
         self.presets.setPlaceholderText("Presets")
+        self.presets.setAccessibleName("Budget presets")
         self.presets.textActivated.connect(self._load_preset)
         save = QPushButton("Save preset…")
+        save.setAccessibleDescription("Save the form as a named preset")
         save.clicked.connect(self._save_preset)
         buttons = QHBoxLayout()
         buttons.addWidget(self.link_button)
@@ -220,7 +245,8 @@ class BudgetPanel(QWidget):
             self.legend.setText("")
             return
         r = self.result
-        text = (f"<b style='font-size:13pt'>{format_bytes(r.total_bytes, u)}</b> peak per GPU "
+        text = (f"<b style='font-size:13pt'>{format_bytes(r.total_bytes, u)}</b> predicted "
+                f"peak per GPU "
                 f"<span style='color:{c.muted}'>at the {r.peak_phase} · "
                 f"{r.params / 1e6:,.0f} M parameters</span>")
         if self.capacity_bytes:
@@ -233,11 +259,12 @@ class BudgetPanel(QWidget):
                      f"<b>{best}</b>")
         self.total.setText(text)
         scale = max(self.capacity_bytes or 0, r.total_bytes)
-        segments = [Segment(size, QColor(theme.CATEGORY_COLORS[key]),
-                            f"{CATEGORY_LABELS[key]}: {format_bytes(size, u)}")
+        segments = [Segment(size, QColor(budget_color(key)),
+                            f"Predicted {CATEGORY_LABELS[key].lower()}: "
+                            f"{format_bytes(size, u)}")
                     for key, size in r.prediction.categories]
         self.bar.set_data(float(scale), segments)
-        parts = [f"<span style='color:{theme.CATEGORY_COLORS[k]}'>■</span> "
+        parts = [f"<span style='color:{budget_color(k)}'>■</span> "
                  f"{CATEGORY_LABELS[k]} {format_bytes(v, u)}" for k, v in r.breakdown if v]
         note = ""
         if r.overlap_bytes:

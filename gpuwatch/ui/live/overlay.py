@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwatch.core.units import UnitSystem, format_bytes
+
 CATEGORY_LABELS = {
     "parameters": "Parameters",
     "gradients": "Gradients",
@@ -20,6 +22,29 @@ CATEGORY_LABELS = {
     "overhead": "Framework overhead",
     "other": "Other",
 }
+
+# Budget categories have a muted palette of their own: a prediction is not a process, so
+# no category shares a process colour (CIEDE2000 >= 13 from each), none looks like
+# danger (>= 20 from the warning, critical and unexplained colours), and they stay
+# apart from each other (>= 11, >= 8 for a deuteranope; the row also has labels and
+# tooltips). Mid-tones, readable on the light and on the dark card.
+BUDGET_COLORS = {
+    "parameters": "#7886a8",     # slate
+    "gradients": "#7d9676",      # sage
+    "optimizer": "#cdc6b2",      # stone
+    "activations": "#b79fbb",    # mauve
+    "temporaries": "#b79fbb",    # the same memory, named for inference
+    "kv_cache": "#587f85",       # grey teal
+    "overhead": "#6e625c",       # taupe
+    "other": "#c4c7cc",          # light grey
+}
+PREDICTED_LABEL = "predicted"      # what the predicted row is called where it is drawn
+MEASURED_LABEL = "measured"
+
+
+def budget_color(key: str) -> str:
+    """The colour of budget category ``key`` (probe categories fall back to "other")."""
+    return BUDGET_COLORS.get(key, BUDGET_COLORS["other"])
 
 
 @dataclass(frozen=True)
@@ -61,3 +86,15 @@ class Overlay:
         if self.measured_bytes is None:
             return 0
         return max(0, self.prediction.total_bytes - self.measured_bytes)
+
+    def headroom_words(self, units: UnitSystem) -> str:
+        """Measured against predicted in neutral words: a process below its predicted
+        peak is neither safe nor in danger, it "may grow ~17.9 GiB more"."""
+        if self.measured_bytes is None:
+            return "measured memory unknown"
+        if self.headroom_bytes:
+            return f"may grow ~{format_bytes(self.headroom_bytes, units)} more"
+        if self.unexplained_bytes:
+            return (f"holds {format_bytes(self.unexplained_bytes, units)} more than "
+                    "predicted")
+        return "at its predicted peak"
