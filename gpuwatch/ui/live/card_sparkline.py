@@ -2,10 +2,12 @@
 
 One pixel column per time bucket (the buckets are aligned to multiples of their width,
 so columns do not jitter as time moves), each the peak of the used fraction in its
-bucket: at most a few hundred points, whatever the sampling rate. The bucketed curve is
-compared with the one drawn; the sparkline repaints only when a pixel would change.
-The line is in the GPU's colour in the time plots, with the card's thresholds as faint
-guides, so a glance at eight cards shows which GPU climbs.
+bucket: at most a few hundred points, whatever the sampling rate. The buckets are kept
+between samples and only the new rows are folded in (a binary search and a few
+elements a sample); the picture is made with numpy, a pixel array blitted in one
+``drawImage``, and only when a pixel would change. The line is in the GPU's colour in
+the time plots, filled lightly beneath, with the card's thresholds as faint guides, so
+a glance at eight cards shows which GPU climbs and how close it is to full.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from gpuwatch.core.history import Ring
@@ -34,12 +36,13 @@ class Sparkline(QWidget):
         super().__init__(parent)
         self.gpu_index = gpu_index
         self.span_s = SPAN_S
-        self._ys: np.ndarray | None = None     # the y pixel of each column (-1: no data)
-        self._key: tuple | None = None
-        self._polylines: list[QPolygonF] = []
+        self._ys = np.empty(0, dtype=np.int16)   # the y pixel of each column
+        self._ys_key = b""
+        # the buckets so far: (width, first bucket, peaks, seen, ring, rows, newest time)
+        self._buckets: tuple | None = None
         self._guides: tuple[float, ...] = ()
-        self._pens: tuple | None = None         # (theme, line pen, guide pen, background)
         self._faded = False
+        self._image: tuple[tuple, QImage, np.ndarray] | None = None   # (key, image, pixels)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(self.HEIGHT)
         self.setMaximumWidth(MAX_WIDTH)
@@ -56,7 +59,6 @@ class Sparkline(QWidget):
     def set_guides(self, fractions: tuple[float, ...]) -> None:
         if fractions != self._guides:
             self._guides = fractions
-            self._key = None
             self.update()
 
     def set_faded(self, faded: bool) -> None:
@@ -64,85 +66,119 @@ class Sparkline(QWidget):
             self._faded = faded
             self.update()
 
+    # data -----------------------------------------------------------------------------
     def update_from(self, ring: Ring | None, now_s: float) -> None:
         """Take the newest ``span_s`` of ``ring`` up to ``now_s``; repaints only when a
         column's pixel changed (or the width did)."""
         w = max(0, self.width() - 2)
-        h = self.HEIGHT - 3
-        if ring is None or w < 4 or not len(ring):
+        total = None if ring is None else ring.last("total_bytes")
+        if ring is None or w < 4 or not len(ring) or not total:
             ys = np.empty(0, dtype=np.int16)
         else:
-            dt = self.span_s / w
-            last = math.floor(now_s / dt)
-            first = last - w + 1
-            rows = ring.since(first * dt, _NAMES)
-            total = ring.last("total_bytes")
-            t, used = rows["timestamp_s"], rows["used_bytes"]
+            peaks, seen = self._fold(ring, w, now_s)
+            h = self.HEIGHT - 3
             ys = np.full(w, NO_ROW, dtype=np.int16)
-            if total and t.size:
-                cols = np.clip((t // dt).astype(np.int64) - first, 0, w - 1)
-                starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-                peaks = np.fmax.reduceat(used, starts) / total
-                known = ~np.isnan(peaks)
-                ys[cols[starts][~known]] = UNKNOWN
-                ys[cols[starts][known]] = np.round(
-                    (1.0 - np.clip(peaks[known], 0.0, 1.0)) * h).astype(np.int16) + 1
-        key = (ys.tobytes(), self.width())
-        if key != self._key:
-            self._key = key
-            self._ys = ys
-            self._polylines = _polylines(ys)
+            known = ~np.isnan(peaks)
+            ys[seen & ~known] = UNKNOWN
+            ys[known] = np.rint((1.0 - np.minimum(peaks[known] / total, 1.0)) * h) + 1
+        key = ys.tobytes()
+        if key != self._ys_key or ys.size != self._ys.size:
+            self._ys_key, self._ys = key, ys
             self.update()
+
+    def _fold(self, ring: Ring, w: int, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """The peak of each column (NaN: none known) and whether it had a row, the new
+        rows folded into the buckets kept from the last call."""
+        dt = self.span_s / w
+        first = math.floor(now_s / dt) - w + 1
+        kept = self._buckets
+        n, newest = len(ring), ring.last("timestamp_s")
+        if kept is not None and kept[0] == w and kept[4] is ring and kept[5] <= n and \
+                kept[6] is not None and newest is not None and newest >= kept[6] and \
+                0 <= first - kept[1] < w:
+            shift = first - kept[1]
+            peaks = np.concatenate((kept[2][shift:], np.full(shift, np.nan)))
+            seen = np.concatenate((kept[3][shift:], np.zeros(shift, dtype=bool)))
+            since = max(kept[6], first * dt)       # the newest kept row again: harmless
+        else:
+            peaks, seen = np.full(w, np.nan), np.zeros(w, dtype=bool)
+            since = first * dt
+        rows = ring.since(since, _NAMES)
+        t = rows["timestamp_s"]
+        if t.size:
+            cols = (t // dt).astype(np.int64) - first
+            inside = (cols >= 0) & (cols < w)
+            cols, used = cols[inside], rows["used_bytes"][inside]
+            np.fmax.at(peaks, cols, used)
+            seen[cols] = True
+        self._buckets = (w, first, peaks, seen, ring, n, newest)
+        return peaks, seen
 
     def columns(self) -> np.ndarray:
         """The y pixel of each column; NO_ROW or UNKNOWN where there is none (for tests)."""
-        return np.empty(0, dtype=np.int16) if self._ys is None else self._ys.copy()
+        return self._ys.copy()
 
-    def _pens_for(self, c: theme.Colors) -> tuple:
-        if self._pens is None or self._pens[0] != (c, self._faded):
-            line = QColor(c.muted) if self._faded else theme.gpu_color(self.gpu_index)
-            guide = QColor(c.card_border)
-            self._pens = ((c, self._faded), QPen(line, 1.5), QPen(guide, 1),
-                          QColor(c.lost_card if self._faded else c.card))
-        return self._pens
+    # painting -------------------------------------------------------------------------
+    def _picture(self) -> QImage:
+        """The sparkline as pixels: background, guides, a light fill under the line and
+        the line, from the columns; made again only when they, the size or a colour
+        change."""
+        c = theme.colors()
+        w, h = max(1, self.width()), self.HEIGHT
+        key = (self._ys_key, w, c, self._faded, self._guides)
+        if self._image is not None and self._image[0] == key:
+            return self._image[1]
+        background = QColor(c.lost_card if self._faded else c.card)
+        line = QColor(c.muted) if self._faded else theme.gpu_color(self.gpu_index)
+        fill = _blend(line, background, 0.22)
+        border = QColor(c.card_border)
+        pixels = np.full((h, w), background.rgba(), dtype=np.uint32)
+        inner = h - 3
+        for f in self._guides:
+            pixels[round((1.0 - f) * inner) + 1, 1:w - 1] = border.rgba()
+        ys = self._ys[:max(0, w - 2)]      # resized since: the next sample fits it again
+        if ys.size:
+            drawn = _bridged(ys)                    # NO_ROW spanned, UNKNOWN a gap
+            x = np.arange(ys.size) + 1
+            known = drawn >= 0
+            prev = np.concatenate(([-1], drawn[:-1]))
+            lo = np.where(known & (prev >= 0), np.minimum(prev, drawn), drawn)
+            hi = np.where(known & (prev >= 0), np.maximum(prev, drawn), drawn)
+            rows = np.arange(h)[:, None]
+            under = known[None, :] & (rows > hi[None, :]) & (rows < h - 1)
+            on = known[None, :] & (rows >= lo[None, :]) & (rows <= hi[None, :])
+            target = pixels[:, x]
+            target[under] = fill.rgba()
+            target[on] = line.rgba()
+            pixels[:, x] = target
+        pixels[0, :] = pixels[-1, :] = border.rgba()
+        pixels[:, 0] = pixels[:, -1] = border.rgba()
+        image = QImage(pixels.data, w, h, QImage.Format.Format_ARGB32)
+        self._image = (key, image, pixels)          # the image reads the array: keep it
+        return image
 
     def paintEvent(self, event: object) -> None:
-        c = theme.colors()
-        _, line, guide, background = self._pens_for(c)
         p = QPainter(self)
-        p.fillRect(self.rect(), background)
-        h = self.HEIGHT - 3
-        p.setPen(guide)
-        for f in self._guides:
-            y = round((1.0 - f) * h) + 1.5
-            p.drawLine(QPointF(1, y), QPointF(self.width() - 1, y))
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        p.setPen(line)
-        for poly in self._polylines:
-            if poly.size() == 1:
-                p.drawPoint(poly.at(0))
-            else:
-                p.drawPolyline(poly)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
-        p.setPen(guide)
-        p.drawRect(QRectF(0.5, 0.5, self.width() - 1, self.HEIGHT - 1))
+        p.drawImage(0, 0, self._picture())
         p.end()
 
 
-def _polylines(ys: np.ndarray) -> list[QPolygonF]:
-    """The runs of known columns as polylines: a column without a sample is spanned (the
-    sampling interval is longer than a column), one read as unknown (a lost GPU) breaks
-    the line."""
-    out: list[QPolygonF] = []
-    current: QPolygonF | None = None
-    for x, y in enumerate(ys.tolist()):
-        if y == NO_ROW:
-            continue
-        if y == UNKNOWN:
-            current = None
-            continue
-        if current is None:
-            current = QPolygonF()
-            out.append(current)
-        current.append(QPointF(x + 1.5, y + 0.5))
+def _bridged(ys: np.ndarray) -> np.ndarray:
+    """The columns with each NO_ROW run between known ones given the last known value
+    (samples sparser than columns still draw a line); UNKNOWN and leading NO_ROWs stay
+    negative."""
+    idx = np.where(ys != NO_ROW, np.arange(ys.size), -1)
+    np.maximum.accumulate(idx, out=idx)
+    out = np.where(idx >= 0, ys[np.maximum(idx, 0)], NO_ROW).astype(np.int16)
+    # after the newest sample, nothing: a NO_ROW tail is not the future
+    last = np.flatnonzero(ys != NO_ROW)
+    if last.size:
+        out[last[-1] + 1:] = NO_ROW
     return out
+
+
+def _blend(a: QColor, b: QColor, share: float) -> QColor:
+    """``share`` of ``a`` over ``b``."""
+    return QColor.fromRgbF(a.redF() * share + b.redF() * (1 - share),
+                           a.greenF() * share + b.greenF() * (1 - share),
+                           a.blueF() * share + b.blueF() * (1 - share))
