@@ -30,19 +30,20 @@ from gpuwatch.core.history import History
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
 from gpuwatch.core.units import UnitSystem
-from gpuwatch.core.wording import plural
 from gpuwatch.ui.live import budget_adapter, probe_view
 from gpuwatch.ui.live.advisor_bridge import WindowAdvisor
 from gpuwatch.ui.live.advisor_panel import AdvisorPanel, HintView
 from gpuwatch.ui.live.budget_links import FORM_KEY, BudgetLinks
 from gpuwatch.ui.live.budget_panel import BudgetPanel
 from gpuwatch.ui.live.cards_view import CardsView
+from gpuwatch.ui.live.gpu_focus import GpuFocus
 from gpuwatch.ui.live.hint_banner import HintBanner
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.live.plan_panel import PlanPanel
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.text_lines import TextLines
+from gpuwatch.ui.live.window_chrome import build_toolbar, focus_ring_css, name_widgets, state_text
 from gpuwatch.ui.live.window_menus import build_menus
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
@@ -133,6 +134,8 @@ class MainWindow(QMainWindow):
         v.addWidget(self.banner)
         self.hint_banner = HintBanner()
         v.addWidget(self.hint_banner)
+        self.gpu_focus = GpuFocus(self)        # one GPU alone: plots, table, this bar
+        v.addWidget(self.gpu_focus.bar)
         v.addWidget(self.main, 1)
         self.setCentralWidget(central)
 
@@ -141,12 +144,15 @@ class MainWindow(QMainWindow):
         self.status_state = TextLines(fit_text=True, inset=6)   # changes every sample
         for w in (self.status_backend, self.status_interval, self.status_state):
             self.statusBar().addPermanentWidget(w)
+        self.interval_box = build_toolbar(self)
+        name_widgets(self)
 
         self.processes.link_requested.connect(self.link_process)
         self.processes.unlink_requested.connect(self.unlink_process)
         self.processes.selection_changed.connect(lambda _: self._update_capacity())
         self.budget.link_clicked.connect(self._link_selected)
         self.plots.window_changed.connect(self._window_changed)
+        self.plots.live_changed.connect(lambda _: self.set_sampling_state(self.sampling_state))
         self.hint_source = WindowAdvisor(self)
         self.hint_source.hints_changed.connect(self.cards.show_hints)
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
@@ -210,7 +216,7 @@ class MainWindow(QMainWindow):
         self.plots.refresh()
         if self.samples == 1 or self.samples % 10 == 0:
             self._update_capacity()
-        self.status_state.set(f"{self.sampling_state} · {plural(self.samples, 'sample')}")
+        self.set_sampling_state(self.sampling_state)
 
     def fit_cards(self) -> None:
         """Give the cards the height they need, up to two rows (until the user moves the
@@ -222,7 +228,11 @@ class MainWindow(QMainWindow):
 
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text
-        self.status_state.set(f"{text} · {plural(self.samples, 'sample')}")
+        self.status_state.set(state_text(text, self.samples, self.plots.live))
+
+    def focus_gpu(self, index: int | None) -> None:
+        """Show GPU ``index`` alone in the plots and the table (None or -1: every GPU)."""
+        self.gpu_focus.set(index)
 
     @property
     def units(self) -> UnitSystem:
@@ -323,7 +333,8 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if isinstance(app, QApplication) and (initial or prefs.theme != old.theme):
             colors = theme.apply(app, prefs.theme)
-            app.setStyleSheet(theme.stylesheet(colors))
+            app.setStyleSheet(theme.stylesheet(colors) + focus_ring_css(colors))
+            self.gpu_focus.bar.restyle()
             self.plots.restyle()
             self.processes.restyle()
             self.cards.restyle()
@@ -358,6 +369,7 @@ class MainWindow(QMainWindow):
             text = f"NVML · driver {info.driver_version or '?'}"
         self.status_backend.setText(text)
         self.status_interval.setText(f"every {self.prefs.interval_s:g} s")
+        self.interval_box.set_seconds(self.prefs.interval_s)
 
     # menus and shortcuts (built by window_menus) --------------------------------------
     def quit(self) -> None:
