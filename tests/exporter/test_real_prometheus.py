@@ -75,7 +75,7 @@ def cluster(tmp_path_factory):
 
         def all_hosts() -> bool:
             snap = backend.sample()
-            hosts = {g.name.split(" · ")[0] for g in snap.gpus if g.state is GpuState.OK}
+            hosts = {g.name.split("/")[0] for g in snap.gpus if g.state is GpuState.OK}
             return hosts == {"node-a", "node-b", "node-c"}
 
         wait_for("Prometheus to scrape every exporter", all_hosts)
@@ -96,7 +96,7 @@ def _truth(ramp: Path, elapsed_s: float) -> int:
 
 
 def _used(snapshot, host: str) -> int:
-    (gpu,) = [g for g in snapshot.gpus if g.name.startswith(host + " ·")]
+    (gpu,) = [g for g in snapshot.gpus if g.name.startswith(host + "/")]
     assert gpu.state is GpuState.OK, gpu.error
     return gpu.memory.used_bytes
 
@@ -138,11 +138,11 @@ def test_hosts_processes_and_fields_come_through(cluster) -> None:
     snap = PrometheusBackend(server.url).open().sample()
     by_host: dict[str, list] = {}
     for g in snap.gpus:
-        by_host.setdefault(g.name.split(" · ")[0], []).append(g)
+        by_host.setdefault(g.name.split("/")[0], []).append(g)
     assert sorted(by_host) == ["node-a", "node-b", "node-c"]
     assert [g.index for g in snap.gpus] == sorted(g.index for g in snap.gpus)
     # indices run host by host
-    order = [g.name.split(" · ")[0] for g in snap.gpus]
+    order = [g.name.split("/")[0] for g in snap.gpus]
     assert order == sorted(order)
     (a,) = by_host["node-a"]
     assert [(p.pid, p.name, p.user) for p in a.processes] == [(4242, "python", "ann")]
@@ -158,7 +158,7 @@ def test_hosts_processes_and_fields_come_through(cluster) -> None:
 def test_match_selects_hosts_and_a_bad_regex_is_refused(cluster) -> None:
     server, _, _ = cluster
     snap = PrometheusBackend(server.url, parse_selector('{Hostname=~"node-[ab]"}')).open().sample()
-    assert {g.name.split(" · ")[0] for g in snap.gpus} == {"node-a", "node-b"}
+    assert {g.name.split("/")[0] for g in snap.gpus} == {"node-a", "node-b"}
     env = {"PYTHONPATH": str(REPO)}
     result = subprocess.run([sys.executable, "-m", "gpuwatch", "snapshot", "--prometheus",
                              server.url, "--match", '{Hostname=~"("}'],
@@ -213,16 +213,16 @@ def test_a_target_that_dies_makes_its_host_unreachable(cluster) -> None:
     server, exporters, _ = cluster
     backend = PrometheusBackend(server.url).open()
     before = backend.sample()
-    assert any(g.name.startswith("node-c ·") and g.state is GpuState.OK for g in before.gpus)
+    assert any(g.name.startswith("node-c/") and g.state is GpuState.OK for g in before.gpus)
     exporters["node-c"].stop()
 
     def unreachable():
         snap = backend.sample()
-        c = [g for g in snap.gpus if g.name.startswith("node-c ·")]
+        c = [g for g in snap.gpus if g.name.startswith("node-c/")]
         return snap if c and all(g.state is GpuState.ERROR for g in c) else None
 
     snap = wait_for("node-c to turn unreachable", unreachable)
-    gone = [g for g in snap.gpus if g.name.startswith("node-c ·")]
+    gone = [g for g in snap.gpus if g.name.startswith("node-c/")]
     assert len(gone) == 2
     for g in gone:
         assert "host node-c unreachable" in g.error

@@ -30,9 +30,9 @@ def test_dcgm_exporter_series_become_gpus_with_unknowns_as_none() -> None:
     gpus, probes, warnings = a.build(
         [*gpu_series("node-b", 1, 2048), *gpu_series("node-a", 0, 1024),
          *gpu_series("node-b", 0, 4096), up("node-a", 1), up("node-b", 1)], 10.0)
-    assert [g.name for g in gpus] == ["node-a · GPU 0 · H100 80GB HBM3",
-                                      "node-b · GPU 0 · H100 80GB HBM3",
-                                      "node-b · GPU 1 · H100 80GB HBM3"]   # host by host
+    assert [g.name for g in gpus] == ["node-a/0 · H100 80GB HBM3",
+                                      "node-b/0 · H100 80GB HBM3",
+                                      "node-b/1 · H100 80GB HBM3"]   # host by host
     assert [g.index for g in gpus] == [0, 1, 2]
     g = gpus[0]
     assert g.state is GpuState.OK

@@ -2,8 +2,8 @@
 
 Each GPU is known by its target (Prometheus's ``job`` and ``instance``) and its ``gpu``
 label, and keeps the index it was first given, so a GPU stays the same row while hosts
-come and go. Its name leads with its host (``node-3 · GPU 1 · A100-SXM4-80GB``): GPUs
-are ordered, and read, host by host.
+come and go. Its name leads with its host and its index there
+(``node-3/1 · A100-SXM4-80GB``): GPUs are ordered, and read, host by host.
 
 A GPU seen before whose series stop is kept: ``error`` with a reason naming its host
 when the whole target went quiet or its scrape fails (the host is unreachable: what its
@@ -167,7 +167,7 @@ class Assembler:
         for host, _, key, fields, gpu in sorted(new, key=lambda item: item[:2]):
             labels = next(iter(fields.values())).labels
             model = labels.get(n.MODEL, "").removeprefix("NVIDIA ") or "GPU"
-            self._known[key] = Known(len(self._known), host, f"{host} · GPU {gpu} · {model}",
+            self._known[key] = Known(len(self._known), host, f"{host}/{gpu} · {model}",
                                      labels.get(n.UUID) or None)
 
     def _gpu(self, known: Known, fields: dict[str, Series], t: _Target, gpu: str) -> GpuSample:
