@@ -383,7 +383,8 @@ class TimePlots(QWidget):
         if self._bw_top is not None:
             line, half = label_px()
             view_px = self.bandwidth.getViewBox().height()
-            above = line if self._bw_line else half
+            roomy = self._label_room(self._peak_lines, view_px, line)
+            above = line if self._bw_line and roomy else half
             self._set_y(self.bandwidth, *zero_based_range(self._bw_top, view_px, above, half))
 
     def _fit_memory(self, high: float | None = None) -> None:
@@ -399,8 +400,20 @@ class TimePlots(QWidget):
         if top is not None:
             line, half = label_px()
             view_px = self.memory.getViewBox().height()
-            above = line if self._mem_top is not None else half
+            roomy = self._label_room(self._capacity_lines, view_px, line)
+            above = line if self._mem_top is not None and roomy else half
             self._set_y(self.memory, *zero_based_range(top, view_px, above, half))
+
+    @staticmethod
+    def _label_room(lines: dict[float, pg.InfiniteLine], view_px: float, line_px: float) -> bool:
+        """Whether the plot is tall enough for labels over its lines (three label
+        heights); a shorter one keeps the dashed lines and shows their labels as tooltips
+        rather than spend a third of its height on them."""
+        roomy = view_px <= 0 or view_px >= 3 * line_px
+        for item in lines.values():
+            if item.label.isVisible() != roomy:
+                item.label.setVisible(roomy)
+        return roomy
 
     def _curve(self, plot: pg.PlotWidget, curves: dict[int, WindowCurve],
                index: int) -> WindowCurve:
@@ -425,10 +438,12 @@ class TimePlots(QWidget):
     def _line(self, value: float, label: str) -> pg.InfiniteLine:
         muted = theme.colors().muted
         self._new_items = True
-        return pg.InfiniteLine(pos=value, angle=0,
+        line = pg.InfiniteLine(pos=value, angle=0,
                                pen=pg.mkPen(muted, width=1, style=Qt.PenStyle.DashLine),
                                label=label, labelOpts={"position": 0.02, "color": muted,
                                                        "anchors": [(0, 1), (0, 1)]})
+        line.setToolTip(label)
+        return line
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
         for total in list(self._capacity_lines):
