@@ -25,6 +25,7 @@ docs/plan.md): this is the floor a roofline needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpuwatch.budget.estimator import Estimate
 from gpuwatch.budget.precision import get_precision
@@ -66,18 +67,29 @@ def attention_flops(spec: TransformerSpec, batch: int, queries: int, keys: int) 
     return 4.0 * batch * queries * keys * spec.heads * spec.d * spec.total_layers
 
 
+@lru_cache(maxsize=32)
 def cnn_forward_flops(spec: CnnSpec) -> float:
-    """Forward FLOPs per sample: 2·weights·output positions per layer, plus attention."""
+    """Forward FLOPs per sample: 2·weights·output positions per layer, plus attention.
+
+    Each parameter group belongs to the table row whose name is its longest prefix; a
+    row's width (output channels) is the output size of its last projection. Cached:
+    a plan asks for the same spec hundreds of times.
+    """
     rows = {row.name: row for row in spec.layers}
+    groups = spec.param_groups()
     owner: dict[str, str] = {}
-    for group in spec.param_groups():
+    width: dict[str, int] = {}
+    for group in groups:
         parts = group.name.split(".")
         for cut in range(len(parts), 0, -1):
-            if ".".join(parts[:cut]) in rows:
-                owner[group.name] = ".".join(parts[:cut])
+            name = ".".join(parts[:cut])
+            if name in rows:
+                owner[group.name] = name
+                if cut < len(parts) and group.kind in ("conv", "linear"):
+                    width[name] = group.rows if group.kind == "conv" else group.cols
                 break
     flops = 0.0
-    for group in spec.param_groups():
+    for group in groups:
         if group.kind not in ("conv", "linear"):
             continue
         row = rows.get(owner.get(group.name, ""))
@@ -88,23 +100,12 @@ def cnn_forward_flops(spec: CnnSpec) -> float:
         elif ".attn2.to_k" in group.name or ".attn2.to_v" in group.name:
             positions = TEXT_TOKENS
         else:
-            positions = row.output_elements / _row_width(spec, row.name, group.cols)
+            positions = row.output_elements / max(1, width.get(row.name, group.cols))
         flops += 2.0 * group.numel * max(1.0, positions)
     for row in spec.layers:
         if row.scores:  # heads·n·m probabilities: QKᵀ and P·V cost 2·n·m·width each
-            flops += 4.0 * row.scores / HEADS * _row_width(spec, row.name, 1)
+            flops += 4.0 * row.scores / HEADS * max(1, width.get(row.name, 1))
     return flops
-
-
-def _row_width(spec: CnnSpec, row_name: str, fallback: int) -> int:
-    """The channel width a row's output has: the output size of its last projection."""
-    width = fallback
-    for group in spec.param_groups():
-        if group.name.startswith(row_name + ".") and group.kind == "linear":
-            width = group.cols
-        elif group.name.startswith(row_name + ".") and group.kind == "conv":
-            width = group.rows
-    return max(1, width)
 
 
 def micro_step(spec: ModelSpec, est: Estimate) -> MicroStep:

@@ -6,6 +6,7 @@ import pytest
 
 from gpuwatch.budget.catalog import lookup_model
 from gpuwatch.budget.estimator import estimate
+from gpuwatch.budget.gpus import GPUS
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.budget.workload import Setup, Workload
 from gpuwatch.plan.flops import cnn_forward_flops, matmul_params, micro_step
@@ -94,8 +95,9 @@ def test_figures_of_merit():
     assert hardware_for("T4").peak_flops("amp-fp16") == (65e12, "fp16")
 
 
-def test_every_catalog_gpu_has_a_named_source():
-    assert {h.name for h in catalog()} == set(SHEETS)
+def test_every_budget_catalog_gpu_has_a_data_sheet_with_a_named_source():
+    assert {g.name for g in GPUS} == set(SHEETS)  # a renamed or added GPU fails here
+    assert [h.name for h in catalog()] == [g.name for g in GPUS]
     assert all(h.sheet.source and h.sheet.fp32_flops > 0 for h in catalog())
 
 
