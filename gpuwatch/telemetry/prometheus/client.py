@@ -53,8 +53,9 @@ class PrometheusClient:
                 raise
             except ResponseError:
                 pass
-            raise QueryFailed(f"{self.base_url} answered HTTP {exc.code} {exc.reason}: "
-                              "is it a Prometheus server?") from None
+            raise QueryFailed(f"{self.base_url} answered HTTP {exc.code} {exc.reason}, not as "
+                              "a Prometheus server does (is it Prometheus's address, "
+                              "usually port 9090, rather than an exporter's?)") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise QueryFailed(f"Prometheus at {self.base_url} cannot be reached: "
