@@ -3,6 +3,9 @@ gpuwatch's exporters add, and what happens when a host's series stop."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gpuwatch.core.snapshot import GpuState
 from gpuwatch.telemetry.prometheus import names as n
 from gpuwatch.telemetry.prometheus.assemble import Assembler, host_of
@@ -140,3 +143,29 @@ def test_the_advisor_runs_on_the_series_and_an_unreachable_host_is_no_oom() -> N
     assert advisor.active[0].code == "oom-risk"
     assert opened_after_silence == []
     assert "oom-risk" in closed
+
+
+_series = st.builds(
+    lambda metric, job, host, gpu, pid, value: Series(
+        {"__name__": metric, "job": job, "instance": f"{host}:9400", "Hostname": host,
+         **({"gpu": gpu} if gpu is not None else {}), **({"pid": pid} if pid else {})},
+        1.0, value),
+    st.sampled_from(n.READ_METRICS), st.sampled_from(["gw", "dcgm"]),
+    st.sampled_from(["a", "b", "c"]), st.none() | st.sampled_from(["0", "1", "x"]),
+    st.none() | st.sampled_from(["1", "42", "other", "-3", "99999999999"]),
+    st.none() | st.floats(-1e12, 1e15, allow_nan=False))
+
+
+@given(st.lists(st.lists(_series, max_size=25), min_size=1, max_size=4))
+def test_any_series_make_gpus_that_keep_their_index(ticks: list[list[Series]]) -> None:
+    assembler = Assembler()
+    names: dict[int, str | None] = {}
+    for t, series in enumerate(ticks):
+        gpus, probes, _ = assembler.build(series, float(t))
+        assert [g.index for g in gpus] == list(range(len(gpus)))   # none dropped
+        for g in gpus:
+            assert names.setdefault(g.index, g.name) == g.name     # a row stays its GPU
+            for value in (g.memory.used_bytes, g.memory.free_bytes, g.memory.total_bytes):
+                assert value is None or value >= 0          # negative readings: unknown
+            assert all(p.pid > 0 for p in g.processes)
+        assert all(p.pid > 0 for p in probes)
