@@ -139,3 +139,19 @@ def test_the_collector_runs_the_advisor_and_links_budgets_by_command_line() -> N
     (peak,) = metrics[n.PROCESS_BUDGET]
     assert peak.labels["pid"] == "1001" and peak.value == 20 << 30
     assert all(math.isfinite(s.value) for samples in metrics.values() for s in samples)
+
+
+def test_a_lost_gpu_keeps_only_its_readable_series_at_zero() -> None:
+    scenario = make_scenario(faults=[{"start_s": 10, "gpu": 1, "call": "*",
+                                      "error": "GPU_IS_LOST"}])
+    backend = sim_backend(scenario, 20.0).open()
+    try:
+        snap = backend.sample()
+    finally:
+        backend.close()
+    assert snap.gpu(1).state.value == "lost"
+    metrics = _scrape(Families(snap, "h"))
+    readable = {s.labels["gpu"]: s.value for s in metrics[n.GPU_READABLE]}
+    assert readable == {"0": 1.0, "1": 0.0}
+    for name in (n.FB_USED, n.FB_FREE, n.GPU_UTIL, n.GPU_TOTAL):
+        assert {s.labels["gpu"] for s in metrics[name]} == {"0"}, name    # no fake zeros

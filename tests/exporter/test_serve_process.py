@@ -45,3 +45,19 @@ def test_serve_without_prometheus_client_says_how_to_install_it() -> None:
     assert result.returncode == 1
     assert "pip install 'gpuwatch[prometheus]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_serve_speaks_openmetrics_when_asked() -> None:
+    import urllib.request
+
+    exporter = start_exporter("node-y", "workstation")
+    try:
+        request = urllib.request.Request(
+            exporter.url, headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read().decode()
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+        assert body.rstrip().endswith("# EOF")
+        assert 'DCGM_FI_DEV_FB_USED{' in body
+    finally:
+        exporter.stop()
