@@ -87,3 +87,18 @@ def test_the_module_prints_one_script_or_writes_all(tmp_path: Path, capsys) -> N
     with pytest.raises(SystemExit) as exit_info:
         completion.main([])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_subcommands_options_and_their_values(scripts) -> None:
+    def complete(line: str) -> list[str]:
+        run = subprocess.run(["fish", "--no-config", "-c",
+                              f"source '{scripts['fish']}'; complete -C '{line}'"],
+                             capture_output=True, text=True, check=True)
+        return [row.split("\t")[0] for row in run.stdout.splitlines()]
+
+    assert complete("gpuwatch sn") == ["snapshot"]
+    assert complete("gpuwatch gui --the") == ["--theme"]
+    assert complete("gpuwatch gui --theme ") == ["dark", "light", "system"]
+    assert complete("gpuwatch record --demo oo") == ["oom-ramp"]
+    assert complete("gpuwatch report --format p") == ["pdf"]
