@@ -26,6 +26,9 @@ def run_serve(args: argparse.Namespace) -> int:
             "no authentication: anyone who can connect sees process names, users and "
             "memory. Add --allow-remote to listen there anyway (better: keep 127.0.0.1 "
             "and put a reverse proxy with authentication in front)")
+    if args.time_scale == options.MAX_SPEED:
+        raise UsageError("--time-scale max samples without pausing, which an endpoint "
+                         "scraped in real time cannot use; give a number, e.g. 10")
     from gpuwatch.exporter.budgets import BudgetFileError, parse_budget_rule
 
     try:

@@ -56,6 +56,11 @@ def test_serve_refuses_a_remote_address_without_allow_remote(capsys) -> None:
     assert "--allow-remote" in err and "no authentication" in err
 
 
+def test_serve_refuses_to_spin_at_max_speed(capsys) -> None:
+    code, _, err = run(capsys, "serve", "--demo", "--time-scale", "max")
+    assert code == 2 and "--time-scale max" in err
+
+
 def test_serve_refuses_a_bad_listen_value(capsys) -> None:
     code, _, err = run(capsys, "serve", "--listen", "host:99999")
     assert code == 2 and "--listen" in err and "65535" in err
