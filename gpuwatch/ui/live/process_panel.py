@@ -230,6 +230,7 @@ class ProcessPanel(QWidget):
     def _filter_changed(self, text: str) -> None:
         self.model.set_filter(text)
         self.table.set_empty_text(self.empty_text())
+        self.select_default()
 
     def restyle(self) -> None:
         self.detail.restyle()

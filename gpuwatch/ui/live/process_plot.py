@@ -64,6 +64,7 @@ class ProcessPlot(QWidget):
         self.detail_plot.setMouseEnabled(x=False, y=False)
         self.detail_plot.setMinimumHeight(90)
         self.detail_plot.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.detail_plot.viewport().setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.detail_plot.setAccessibleName("Selected process's memory over time")
         self.detail_plot.setAccessibleDescription(
             "GPU memory held by the process selected in the table, against the time of "

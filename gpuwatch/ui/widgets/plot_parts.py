@@ -157,6 +157,7 @@ class TimePlot(pg.PlotWidget):
         self.setMinimumHeight(self.MIN_HEIGHT)
         quiet_hidden_axes(self)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.viewport().setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setAccessibleName(title)
         self.setAccessibleDescription(f"{title}, in {y_label} against the time of day")
 
