@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
+from gpuwatch.core import logs
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.nvml import NvmlBackend
@@ -25,6 +26,7 @@ from gpuwatch.ui import autostart
 from gpuwatch.ui.app_icon import app_icon
 from gpuwatch.ui.live.bridge import SnapshotBridge
 from gpuwatch.ui.live.main_window import MainWindow
+from gpuwatch.ui.qt_log import route_qt_messages
 from gpuwatch.ui.sessions.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.single_instance import SingleInstance, server_name
@@ -156,6 +158,8 @@ def launch(opts: LaunchOptions) -> int:
 
         return take_screenshot(opts)
     backend, banner, fallback = open_source(opts)
+    if logs.current().file is not None:       # the window's run keeps a log file
+        route_qt_messages()
     app = application()
     settings = Settings(opts.settings_path)
     instance = SingleInstance(server_name(settings.path))
