@@ -15,8 +15,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
-    QFormLayout,
-    QHBoxLayout,
+    QGridLayout,
     QHeaderView,
     QLabel,
     QSpinBox,
@@ -114,24 +113,27 @@ class PlanPanel(QWidget):
                                    "40–60 % for large transformer training, nearer 20 % "
                                    "for CNNs (docs/plan.md)")
 
-        form = QFormLayout()
-        row = QHBoxLayout()
-        row.addWidget(self.preset, 2)
-        row.addWidget(QLabel("Model"))
-        row.addWidget(self.model, 1)
+        for combo in (self.preset, self.model, self.precision, self.sort):
+            # long names must not widen the window: the combo shrinks, its list does not
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.
+                                      AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
+        form = QGridLayout()
         label = QLabel("&Workload")
         label.setBuddy(self.preset)
-        form.addRow(label, row)
-        row = QHBoxLayout()
-        row.addWidget(self.precision)
-        row.addWidget(QLabel("Global batch"))
-        row.addWidget(self.batch)
-        row.addWidget(QLabel("Efficiency"))
-        row.addWidget(self.efficiency)
-        row.addWidget(QLabel("Sort by"))
-        row.addWidget(self.sort)
-        row.addStretch(1)
-        form.addRow("Precision", row)
+        form.addWidget(label, 0, 0)
+        form.addWidget(self.preset, 0, 1, 1, 3)
+        for row, pairs in ((1, (("&Model", self.model), ("&Precision", self.precision))),
+                           (2, (("Global &batch", self.batch), ("&Efficiency",
+                                                                self.efficiency))),
+                           (3, (("&Sort by", self.sort),))):
+            for i, (text, widget) in enumerate(pairs):
+                label = QLabel(text)
+                label.setBuddy(widget)
+                form.addWidget(label, row, 2 * i)
+                form.addWidget(widget, row, 2 * i + 1)
+        form.setColumnStretch(1, 1)
+        form.setColumnStretch(3, 1)
 
         self.status = QLabel("The plan is computed when this tab is first shown.")
         self.status.setWordWrap(True)
