@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuwatch.ui.autostart import autostart_path
+from gpuwatch.ui.autostart import autostart_path, is_enabled
 from gpuwatch.ui.settings import Preferences, Thresholds
 
 UNITS = (("iec", "IEC — MiB, GiB (powers of 1024)"), ("si", "SI — MB, GB (powers of 1000)"))
@@ -70,7 +70,8 @@ class SettingsDialog(QDialog):
         form.addRow("Alerts", self.notifications)
         form.addRow("", self.close_to_tray)
         self.start_at_login = QCheckBox("Start at login in the tray")
-        self.start_at_login.setChecked(prefs.start_at_login)
+        # the entry is the setting: what the file says now, whatever was loaded at start
+        self.start_at_login.setChecked(is_enabled())
         self.start_at_login.setToolTip(f"An autostart entry: {autostart_path()}")
         self.start_at_login.setAccessibleName("Start at login in the tray")
         form.addRow("Login", self.start_at_login)

@@ -122,7 +122,8 @@ def test_the_settings_toggle_shows_and_sets_the_entry(qtbot, config, tmp_path) -
     settings.sync()
     assert "start_at_login" not in Path(settings.path).read_text()   # the file holds it
     assert Settings(settings.path).preferences().start_at_login is True
-    autostart.disable()
+    autostart.disable()                        # removed outside the app: the dialog knows
+    assert not SettingsDialog(chosen).start_at_login.isChecked()
     assert Settings(settings.path).preferences().start_at_login is False
     assert SettingsDialog(Settings(settings.path).preferences()).start_at_login.isChecked() \
         is False
