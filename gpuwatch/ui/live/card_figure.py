@@ -90,7 +90,9 @@ class BigFigure(QWidget):
             f.setPointSizeF(size * k)
             f.setBold(True)
             self._fonts.append(f)
-        metrics = [QFontMetricsF(f) for f in self._fonts]
+        metrics = self._metrics = [QFontMetricsF(f) for f in self._fonts]
+        self._small_metrics = QFontMetricsF(base)
+        self._measured: dict[tuple[str, str], tuple[float, list[float]]] = {}
         self._ascents = [(fm.ascent(), fm.height()) for fm in metrics]
         self._small_ascent = QFontMetricsF(base).ascent()
         self._height = math.ceil(metrics[0].height())
@@ -98,11 +100,18 @@ class BigFigure(QWidget):
         self._measure()
 
     def _measure(self) -> None:
-        self._widths = []
-        small = QFontMetricsF(self.font()).horizontalAdvance(self._small) if self._small else 0
-        self._small_width = small + (GAP if self._small else 0)
-        for f in self._fonts:
-            self._widths.append(QFontMetricsF(f).horizontalAdvance(self._big) + self._small_width)
+        """The text's width at each step; remembered per text, since a figure takes
+        the same few hundred values again and again."""
+        key = (self._big, self._small)
+        known = self._measured.get(key)
+        if known is None:
+            small = self._small_metrics.horizontalAdvance(self._small) if self._small else 0
+            small += GAP if self._small else 0
+            known = (small, [m.horizontalAdvance(self._big) + small for m in self._metrics])
+            if len(self._measured) > 512:
+                self._measured.clear()
+            self._measured[key] = known
+        self._small_width, self._widths = known
         self._step = -1
         self._static = None
 

@@ -153,7 +153,7 @@ class Sparkline(QWidget):
             pixels[:, x] = target
         pixels[0, :] = pixels[-1, :] = border.rgba()
         pixels[:, 0] = pixels[:, -1] = border.rgba()
-        image = QImage(pixels.data, w, h, QImage.Format.Format_ARGB32)
+        image = QImage(pixels.data, w, h, QImage.Format.Format_RGB32)   # opaque: a plain blit
         self._image = (key, image, pixels)          # the image reads the array: keep it
         return image
 

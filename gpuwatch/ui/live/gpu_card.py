@@ -77,6 +77,7 @@ class GpuCard(CardFrame):
         self._probe_key: tuple | None = None          # what the probe legend shows now
         self._described: tuple | None = None
         self._compact = False
+        self._ticks_key: tuple | None = None
         self._metrics_of: tuple[GpuSample, Thresholds] | None = None
 
         self.title = TextLines(fit_text=True)
@@ -153,12 +154,7 @@ class GpuCard(CardFrame):
                             g.uuid or None)
         self._set_state(g, now_s)
         self._apply_colors()
-        warn, crit = thresholds.memory_warning_percent, thresholds.memory_critical_percent
-        c = theme.colors()
-        self.bar.set_ticks(((warn / 100, c.warning, f"{warn:g} % of capacity: the warning "
-                             "threshold"), (crit / 100, c.critical, f"{crit:g} % of "
-                             "capacity: the critical threshold")))
-        self.spark.set_guides((warn / 100, crit / 100))
+        self._show_thresholds(thresholds)
         if g.state is not GpuState.OK and g.memory.total_bytes is None:
             self._show_lost(g, now_s)
         else:
@@ -167,6 +163,20 @@ class GpuCard(CardFrame):
         if now_s is not None:
             self.spark.update_from(ring, now_s)
         self._describe()
+
+    def _show_thresholds(self, thresholds: Thresholds) -> None:
+        """Ticks on the bar and guides on the sparkline at the warning and critical
+        thresholds (the settings' memory thresholds, 85 and 95 % unless changed)."""
+        warn, crit = thresholds.memory_warning_percent, thresholds.memory_critical_percent
+        c = theme.colors()
+        key = (warn, crit, c)
+        if key == self._ticks_key:
+            return
+        self._ticks_key = key
+        self.bar.set_ticks(((warn / 100, c.warning, f"{warn:g} % of capacity: the warning "
+                             "threshold"), (crit / 100, c.critical, f"{crit:g} % of "
+                             "capacity: the critical threshold")))
+        self.spark.set_guides((warn / 100, crit / 100))
 
     def set_level(self, level: Severity | None, lines: tuple[str, ...] = ()) -> None:
         """The worst open warning or critical hint for this GPU (None: none), and the
