@@ -42,6 +42,12 @@ _DCGM = (  # (name, help, GpuSample -> value in the unit dcgm-exporter uses)
      lambda g: g.pcie_tx_bytes_per_s),
     (n.PCIE_RX, "The rate of data received over the PCIe bus, in bytes per second.",
      lambda g: g.pcie_rx_bytes_per_s),
+    (n.NVLINK_TX, "The rate of data transmitted over NVLink, all links, in bytes per second.",
+     lambda g: g.nvlink_tx_bytes_per_s),
+    (n.NVLINK_RX, "The rate of data received over NVLink, all links, in bytes per second.",
+     lambda g: g.nvlink_rx_bytes_per_s),
+    (n.SM_CLOCK, "SM clock frequency (in MHz).", lambda g: g.graphics_clock_mhz),
+    (n.MEM_CLOCK, "Memory clock frequency (in MHz).", lambda g: g.memory_clock_mhz),
 )
 
 
@@ -104,6 +110,9 @@ class Families:
                                   labels=n.OWN_GPU_LABELS)
         limit = GaugeMetricFamily(n.GPU_POWER_LIMIT, "Enforced power limit, in watts.",
                                   labels=n.OWN_GPU_LABELS)
+        peak = GaugeMetricFamily(n.GPU_PEAK_BANDWIDTH, "Peak device memory bandwidth (bus "
+                                 "width x maximum memory clock x 2), in bytes per second.",
+                                 labels=n.OWN_GPU_LABELS)
         for g in gpus:
             readable.add_metric(self._ids(g), 1.0 if g.state is GpuState.OK else 0.0)
         for g in ok:
@@ -111,7 +120,9 @@ class Families:
                 total.add_metric(self._ids(g), float(g.memory.total_bytes))
             if g.power_limit_w is not None:
                 limit.add_metric(self._ids(g), float(g.power_limit_w))
-        yield from (readable, total, limit)
+            if g.peak_bandwidth_bytes_per_s is not None:
+                peak.add_metric(self._ids(g), float(g.peak_bandwidth_bytes_per_s))
+        yield from (readable, total, limit, peak)
 
     def _process_families(self, ok: Sequence[GpuSample]) -> Iterator[Metric]:
         used = GaugeMetricFamily(

@@ -57,6 +57,9 @@ def test_gpu_metrics_use_dcgm_names_units_and_labels() -> None:
     assert total["0"] == g0.memory.total_bytes
     util = {s.labels["gpu"]: s.value for s in metrics[n.GPU_UTIL]}
     assert util["0"] == 90
+    # only GPU 0 of the test scenario has a bus width and a memory clock to know its peak
+    peak = {s.labels["gpu"]: s.value for s in metrics[n.GPU_PEAK_BANDWIDTH]}
+    assert peak == {"0": g0.peak_bandwidth_bytes_per_s}
 
 
 def test_unreported_fields_are_left_out_not_zero() -> None:

@@ -43,14 +43,15 @@ def test_dcgm_exporter_series_become_gpus_with_unknowns_as_none() -> None:
     assert g.memory.total_bytes == (81559 + 520) * MIB      # used + free + reserved
     # dcgm-exporter's defaults say nothing of these: n/a, never 0
     assert g.temperature_c is None and g.power_w is None and g.pcie_tx_bytes_per_s is None
-    assert g.power_limit_w is None
+    assert g.power_limit_w is None and g.estimated_bandwidth_bytes_per_s is None
     assert g.processes == () and "does not report processes" in g.processes_error
     assert probes == () and warnings == ()
 
 
 def test_gpuwatch_series_add_processes_and_allocator_figures() -> None:
-    base = gpu_series("n1", 0, 1024, job="gw", extra={n.GPU_TOTAL: 85899345920,
-                                                       n.GPU_READABLE: 1})
+    base = gpu_series("n1", 0, 1024, job="gw", extra={
+        n.GPU_TOTAL: 85899345920, n.GPU_READABLE: 1, n.GPU_PEAK_BANDWIDTH: 2e12,
+        n.MEM_COPY_UTIL: 40, n.SM_CLOCK: 1980, n.NVLINK_TX: 5e9})
     labels = {"job": "gw", "instance": "n1:9400", "gpu": "0", "UUID": "GPU-n1-0",
               "Hostname": "n1"}
     proc = {**labels, "pid": "4242", "name": "python", "user": "ann", "container": ""}
@@ -64,6 +65,9 @@ def test_gpuwatch_series_add_processes_and_allocator_figures() -> None:
     (g,) = gpus
     assert g.memory.total_bytes == 85899345920
     assert g.processes_error is None
+    assert g.estimated_bandwidth_bytes_per_s == 0.4 * 2e12        # busy 40 % x peak
+    assert g.graphics_clock_mhz == 1980 and g.nvlink_tx_bytes_per_s == 5e9
+    assert g.nvlink_rx_bytes_per_s is None
     (p,) = g.processes                       # the "other" bucket is no process row
     assert (p.pid, p.name, p.user, p.container, p.used_bytes) == (4242, "python", "ann",
                                                                   None, 700 * MIB)

@@ -182,16 +182,25 @@ class Assembler:
         processes = tuple(sorted(
             (p for s in t.processes.get(gpu, ()) if (p := _process(s, known.index))),
             key=lambda p: -(p.used_bytes or 0)))
-        limit = v(n.GPU_POWER_LIMIT)
+        busy, peak = _percent(v(n.MEM_COPY_UTIL)), _percent(v(n.GPU_PEAK_BANDWIDTH))
+        sm_clock, mem_clock = _percent(v(n.SM_CLOCK)), _percent(v(n.MEM_CLOCK))
         return GpuSample(
             known.index, known.uuid, known.name, GpuState.OK,
             MemoryInfo(total, used, free, reserved),
             gpu_util_percent=_percent(v(n.GPU_UTIL)),
-            memory_busy_percent=_percent(v(n.MEM_COPY_UTIL)),
+            memory_busy_percent=busy,
+            peak_bandwidth_bytes_per_s=peak,
+            # the same estimate the NVML backend makes: busy share of time x peak
+            estimated_bandwidth_bytes_per_s=(busy / 100 * peak if busy is not None
+                                             and peak is not None else None),
             pcie_tx_bytes_per_s=_percent(v(n.PCIE_TX)),
             pcie_rx_bytes_per_s=_percent(v(n.PCIE_RX)),
+            nvlink_tx_bytes_per_s=_percent(v(n.NVLINK_TX)),
+            nvlink_rx_bytes_per_s=_percent(v(n.NVLINK_RX)),
             temperature_c=v(n.GPU_TEMP), power_w=_percent(v(n.POWER_USAGE)),
-            power_limit_w=_percent(limit),
+            power_limit_w=_percent(v(n.GPU_POWER_LIMIT)),
+            graphics_clock_mhz=None if sm_clock is None else round(sm_clock),
+            memory_clock_mhz=None if mem_clock is None else round(mem_clock),
             processes=processes,
             processes_error=None if t.gpuwatch else NO_PROCESSES)
 

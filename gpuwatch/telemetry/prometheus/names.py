@@ -32,13 +32,18 @@ GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"             # degrees C
 POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"       # W
 PCIE_TX = "DCGM_FI_PROF_PCIE_TX_BYTES"        # bytes per second
 PCIE_RX = "DCGM_FI_PROF_PCIE_RX_BYTES"        # bytes per second
+NVLINK_TX = "DCGM_FI_PROF_NVLINK_TX_BYTES"    # bytes per second, all links
+NVLINK_RX = "DCGM_FI_PROF_NVLINK_RX_BYTES"    # bytes per second, all links
+SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"             # MHz
+MEM_CLOCK = "DCGM_FI_DEV_MEM_CLOCK"           # MHz
 DCGM_METRICS = (FB_USED, FB_FREE, FB_RESERVED, GPU_UTIL, MEM_COPY_UTIL, GPU_TEMP,
-                POWER_USAGE, PCIE_TX, PCIE_RX)
+                POWER_USAGE, PCIE_TX, PCIE_RX, NVLINK_TX, NVLINK_RX, SM_CLOCK, MEM_CLOCK)
 
 # gpuwatch's own
 PREFIX = "gpuwatch_"
 GPU_TOTAL = "gpuwatch_gpu_memory_total_bytes"
 GPU_POWER_LIMIT = "gpuwatch_gpu_power_limit_watts"
+GPU_PEAK_BANDWIDTH = "gpuwatch_gpu_memory_peak_bandwidth_bytes_per_second"
 GPU_READABLE = "gpuwatch_gpu_readable"        # 1: read this tick; 0: lost or unreadable
 SECONDS_TO_FULL = "gpuwatch_gpu_time_to_full_seconds"
 PROCESS_USED = "gpuwatch_process_memory_used_bytes"
@@ -51,5 +56,6 @@ OTHER_PID = "other"       # the pid label of the bucket that sums the processes 
 OTHER_NAME = "(other processes)"
 
 # One query reads all of these (and ``up``, to tell a down target from a quiet one).
-READ_METRICS = (UP, *DCGM_METRICS, GPU_TOTAL, GPU_POWER_LIMIT, GPU_READABLE, PROCESS_USED,
+READ_METRICS = (UP, *DCGM_METRICS, GPU_TOTAL, GPU_POWER_LIMIT, GPU_PEAK_BANDWIDTH,
+                GPU_READABLE, PROCESS_USED,
                 ALLOC_ALLOCATED, ALLOC_RESERVED, ALLOC_INACTIVE)
