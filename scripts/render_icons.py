@@ -1,7 +1,7 @@
 """Render the application icon's hicolor PNGs from its SVG with Qt's SVG renderer.
 
     .venv/bin/python scripts/render_icons.py          # writes resources/icons/hicolor/NxN
-    .venv/bin/python scripts/render_icons.py --check  # exit 1 if a PNG is missing or stale
+    .venv/bin/python scripts/render_icons.py --check  # exit 1 if a PNG is missing or misfit
 
 Qt is what draws the icon in the app, so rendering with it (rather than a second SVG
 library) gives the PNGs the same look as the scalable icon. No display is needed.
@@ -46,8 +46,7 @@ def render(size: int) -> QImage:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
-                        help="only check that every PNG exists, has its size and is newer "
-                             "than the SVG")
+                        help="only check that every PNG exists and has its size")
     args = parser.parse_args()
     _app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])
     stale = []
