@@ -35,6 +35,9 @@ class ActivationOptions:
     tp: int = 1
     sequence_parallel: bool = False
     mask_bytes: float = 1.0  # a dropout mask element (CUDA: bool)
+    frozen: bool = False  # LoRA: base weights frozen, so matmuls keep no input for them
+    adapted: frozenset[str] = frozenset()  # LoRA: projections with adapters
+    adapter_bytes: float = 4.0  # PEFT casts an adapter's input to the adapter's fp32
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,49 @@ class LayerActivations:
         return rep + (self.parallel + scores) / t
 
 
+def autocast(p: Precision) -> bool:
+    """Torch autocast: an fp32 residual stream, 16-bit matmul inputs and outputs."""
+    return p.residual_bytes != p.act_bytes
+
+
+def norm_saved(spec: TransformerSpec, p: Precision, frozen: bool = False) -> float:
+    """Bytes per token·hidden a norm keeps for its own backward.
+
+    LayerNorm keeps its input. HF's RMSNorm upcasts its input to fp32 (kept by
+    ``pow`` and the ``rsqrt`` product) and keeps the normalized tensor, cast back to the
+    input's dtype, for the product with its weight (not when the weight is frozen).
+    """
+    if spec.norm == "rmsnorm":
+        return 4.0 + (0.0 if frozen else p.residual_bytes)
+    return float(p.residual_bytes)
+
+
+def read_by(p: Precision, opt: ActivationOptions, readers: tuple[str, ...]) -> float:
+    """Bytes per token·hidden of one tensor as the matmuls that read it keep it.
+
+    Without autocast the readers share the tensor itself. Under autocast each reader
+    makes (and keeps) its own 16-bit copy. A frozen reader keeps nothing; a LoRA
+    adapter keeps its own copy of the input in the adapter's dtype.
+    """
+    if opt.frozen:
+        return sum(opt.adapter_bytes for r in readers if r in opt.adapted)
+    return len(readers) * p.act_bytes if autocast(p) else float(p.residual_bytes)
+
+
+def attention_readers(spec: TransformerSpec) -> tuple[str, ...]:
+    return ("qkv",) if spec.fused_qkv else ("q", "k", "v")
+
+
+def mlp_readers(spec: TransformerSpec) -> tuple[str, ...]:
+    return ("gate", "up") if spec.gated_mlp else ("up",)
+
+
+def softmax_bytes(spec: TransformerSpec, p: Precision) -> int:
+    """HF's eager Llama-family attention softmaxes in fp32 explicitly; GPT-2 and BERT in
+    the scores' dtype, which autocast makes fp32."""
+    return 4 if (autocast(p) or spec.norm == "rmsnorm") else p.act_bytes
+
+
 def _attention(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int, s_kv: int
 ) -> tuple[float, float]:
@@ -61,19 +107,27 @@ def _attention(
     hq, hkv = spec.heads * spec.d, spec.kv * spec.d
     mask = opt.mask_bytes if spec.dropout > 0 else 0.0
     if opt.flash:
-        # q, k, v (GQA width), the kernel's output and the re-laid-out context, plus
-        # the fp32 log-sum-exp per head and query.
-        par = e * b * (2 * s * hq + 2 * s_kv * hkv + s * hq) + 4 * b * spec.heads * s
+        # q, k, v (GQA width) and the kernel's output, which is already laid out for the
+        # output projection (no copy), plus the fp32 log-sum-exp per head and query
+        par = e * b * (2 * s * hq + 2 * s_kv * hkv) + 4 * b * spec.heads * s
         return par, 0.0
     par = e * b * (2 * s * hq + 2 * s_kv * hq)  # q, context; k and v expanded to every head
-    softmax = 4 if p.residual_bytes == 4 and e == 2 else e  # autocast runs softmax in fp32
+    softmax = softmax_bytes(spec, p)
     per_score = softmax + mask + (e if (mask or softmax != e) else 0)
     return par, per_score * b * spec.heads * s * s_kv
 
 
-def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int) -> float:
+def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = False) -> float:
+    """Gated: gate, up, act(gate) and the product (not kept for a frozen down projection).
+    GELU: its input and output; GPT-2's ``gelu_new``, written out in elementwise ops,
+    keeps five ffn-wide tensors (input, tanh, 0.5·x, 1 + tanh, output)."""
     e, f, h = p.act_bytes, spec.ffn_size, spec.hidden
-    per_expert = (4 if spec.gated_mlp else 2) * f
+    if spec.gated_mlp:
+        kept = 3 if frozen else 4
+    else:
+        kept = 5 if spec.activation == "gelu_new" else 2
+        kept -= 1 if frozen else 0
+    per_expert = kept * f
     if spec.experts == 1:
         return e * b * s * per_expert
     k = spec.experts_per_token
@@ -85,17 +139,24 @@ def layer_activations(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int, cross_s: int = 0
 ) -> LayerActivations:
     """Saved bytes of one layer; ``cross_s`` > 0 adds cross-attention (T5 decoder)."""
-    r, e, h = p.residual_bytes, p.act_bytes, spec.hidden
+    r, h = p.residual_bytes, spec.hidden
     mask = opt.mask_bytes if spec.dropout > 0 else 0.0
-    blocks = 3 if cross_s else 2
-    # per block: the norm input on the residual stream, the norm output saved by the
-    # next matmul (a 16-bit copy under autocast), the dropout mask on the residual
-    replicated = blocks * b * s * h * (r + e + mask)
+    norm = norm_saved(spec, p, opt.frozen)
+    attn_in = read_by(p, opt, attention_readers(spec))
+    mlp_in = read_by(p, opt, mlp_readers(spec))
+    # per block: what the norm keeps, its output as the next matmuls keep it, the
+    # dropout mask on the residual
+    blocks = (norm + attn_in + mask) * (2 if cross_s else 1) + norm + mlp_in + mask
+    replicated = b * s * h * blocks
     par, scores = _attention(spec, p, opt, b, s, s)
     if cross_s:
         cpar, cscores = _attention(spec, p, opt, b, s, cross_s)
         par, scores = par + cpar, scores + cscores
-    par += _mlp(spec, p, b, s)
+    par += _mlp(spec, p, b, s, opt.frozen)
+    if opt.frozen and "o" in opt.adapted:
+        par += opt.adapter_bytes * b * s * spec.heads * spec.d
+    if opt.frozen and "down" in opt.adapted:
+        par += opt.adapter_bytes * b * s * spec.ffn_size * spec.experts_per_token
     return LayerActivations(replicated, par, scores, r * b * s * h)
 
 
@@ -109,40 +170,62 @@ def embedding_activations(
     return b * s * spec.hidden * (mask + ln) + patches
 
 
-def head_activations(spec: TransformerSpec, p: Precision, b: int, s: int) -> float:
-    """After the last layer: final norm input and output (BERT: the MLM transform)."""
+def head_activations(
+    spec: TransformerSpec, p: Precision, b: int, s: int, opt: ActivationOptions | None = None
+) -> float:
+    """After the last layer: the final norm and its output as the head keeps it (BERT:
+    the MLM transform; a frozen head keeps no input)."""
     r, e, h = p.residual_bytes, p.act_bytes, spec.hidden
-    if spec.arch == "vit":
-        return b * s * h * (r + e)
+    opt = opt or ActivationOptions()
     if spec.mlm_head:
         return b * s * h * (r + 3 * e)
-    return b * s * h * (r + e)
+    head_in = 0.0 if opt.frozen else (e if autocast(p) else r)
+    return b * s * h * (norm_saved(spec, p, opt.frozen) + head_in)
 
 
-def loss_activations(spec: TransformerSpec, p: Precision, b: int, s: int) -> float:
-    """Logits b·s·V and the cross-entropy around them at the start of the backward pass.
+def loss_activations(
+    spec: TransformerSpec, p: Precision, b: int, s: int, keep_logits: bool = False
+) -> float:
+    """The cross-entropy over b·s·V logits at its peak, early in the backward pass.
 
-    The logits (matmul dtype) stay referenced by the training loop; cross-entropy
-    upcasts them to fp32 if they are not already, keeps the fp32 log-softmax, and
-    the backward pass adds two fp32 gradients of the same size.
+    HF's loss upcasts the logits to fp32 and keeps only the fp32 log-softmax; the loss
+    backward adds two fp32 gradients of the same size: 12 B per logit. The logits
+    themselves (matmul dtype) are freed before backward by a loop that keeps only the
+    loss (HF Trainer); ``keep_logits`` is a loop that holds the model's output.
     """
     if spec.arch == "vit" or not spec.vocab:
         return 0.0
-    logits = p.act_bytes
-    upcast = 4 if logits != 4 else 0
-    return b * s * spec.vocab * (logits + upcast + 3 * 4)
+    return b * s * spec.vocab * (3 * 4 + (p.act_bytes if keep_logits else 0))
 
 
 def inference_activations(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
 ) -> float:
-    """The transient peak of one layer during a prefill of ``s`` tokens (nothing is saved)."""
+    """The transient peak of one layer during a prefill of ``s`` tokens (nothing is saved).
+
+    The layer's input stays referenced by the model's loop while the layer runs. The
+    attention phase holds the norm output, the projections, the kernel's output and,
+    eager, the scores: the raw scores and their scaled copy (2 × 16 bits), or, where the
+    softmax runs in fp32 (HF's Llama family, autocast), the 16-bit scores, their fp32
+    copy and the fp32 probabilities at once (10 B per score in bf16); ``repeat_kv``
+    copies K and V to every head. The MLP phase holds the layer input and the residual,
+    the norm output (and GPT-2's attention output, still referenced), and the MLP's
+    widest moment: act(gate), up and their product (gated), five ffn-wide tensors of
+    ``gelu_new`` less the saved-only ones (four), or a fused GELU's input and output.
+    The last position's logits and their fp32 copy (``generate``) come at the end.
+    """
     e, r, h = p.act_bytes, p.residual_bytes, spec.hidden
     hq, hkv = spec.heads * spec.d, spec.kv * spec.d
-    mlp = (3 if spec.gated_mlp else 2) * spec.ffn_size * spec.experts_per_token
-    attn = 2 * hq + 2 * hkv
-    per_layer = b * s * (2 * r * h + e * max(attn, mlp)) / opt.tp
+    attn = r * h + e * (h + hq + 2 * hkv + hq)
+    scores = 0.0
     if not opt.flash:
-        per_layer += 2 * e * b * spec.heads * s * s / opt.tp
-    logits = 4 * b * spec.vocab if spec.arch == "decoder" else 0  # last position, fp32
+        if spec.kv < spec.heads:
+            attn += 2 * e * hq  # repeat_kv's copies
+        live = 2 * e if softmax_bytes(spec, p) == e else e + 8
+        scores = live * b * spec.heads * s * s
+    mlp_live = 3 if spec.gated_mlp else 4 if spec.activation == "gelu_new" else 2
+    held = 2 if spec.fused_qkv else 1  # norm output (+ GPT-2's attention output)
+    mlp = 2 * r * h + e * h * held + e * mlp_live * spec.ffn_size * spec.experts_per_token
+    per_layer = max(b * s * attn + scores, b * s * mlp) / opt.tp
+    logits = (e + 4) * b * spec.vocab if spec.arch == "decoder" else 0  # last position
     return per_layer + logits

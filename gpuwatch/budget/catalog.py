@@ -13,7 +13,8 @@ from gpuwatch.core.units import shown
 
 
 def _gpt2(name: str, layers: int, hidden: int, heads: int) -> TransformerSpec:
-    return TransformerSpec(name, layers, hidden, heads, 50257, max_positions=1024, dropout=0.1)
+    return TransformerSpec(name, layers, hidden, heads, 50257, max_positions=1024, dropout=0.1,
+                           activation="gelu_new", fused_qkv=True)
 
 
 def _bert(name: str, layers: int, hidden: int, heads: int) -> TransformerSpec:
@@ -26,8 +27,7 @@ def _bert(name: str, layers: int, hidden: int, heads: int) -> TransformerSpec:
         arch="encoder",
         max_positions=512,
         type_vocab=2,
-        pooler=True,
-        mlm_head=True,
+        mlm_head=True,  # BertForMaskedLM: the MLM transform, no pooler
         dropout=0.1,
     )
 
@@ -42,7 +42,8 @@ def _llama(
     vocab: int,
     tied: bool = False,
     bias: bool = False,
-    **extra: int,
+    experts: int = 1,
+    experts_per_token: int = 1,
 ) -> TransformerSpec:
     return TransformerSpec(
         name,
@@ -56,7 +57,8 @@ def _llama(
         norm="rmsnorm",
         bias=bias,
         tied_embeddings=tied,
-        **extra,
+        experts=experts,
+        experts_per_token=experts_per_token,
     )
 
 

@@ -57,7 +57,7 @@ class _Builder:
         self.w = (self.w + 2 * pad - k) // stride + 1
         self.c = cout
         weights = cout * cin // groups * k * k
-        self.params.append(ParamGroup(name, cout, cin // groups * k * k, 1, "conv"))
+        self.params.append(ParamGroup(name, cout, cin // groups * k * k, 1, "conv", kernel=k))
         extra = (2 * cout if bn else 0) + (cout if bias else 0)
         if extra:
             self.params.append(ParamGroup(name + ".bn", extra, 1, 1, "norm"))

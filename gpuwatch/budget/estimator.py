@@ -4,9 +4,10 @@ Training peaks at one of two moments, and the total is the larger:
 
 * the start of the backward pass: weights, optimizer states, every saved activation,
   the loss temporaries, and the gradients that exist by then (all of them under
-  gradient accumulation; otherwise only the output layer's, because
-  ``zero_grad(set_to_none=True)`` freed them and backward refills them while it
-  frees activations);
+  gradient accumulation; otherwise none while the loss backward peaks, and then the
+  output layer's, once the loss temporaries have shrunk to the logits' gradient,
+  because ``zero_grad(set_to_none=True)`` freed them and backward refills them while
+  it frees activations);
 * ``optimizer.step()``: weights, all gradients, optimizer states and the step's
   temporaries (PyTorch's foreach Adam allocates one more state-sized buffer).
 
@@ -24,7 +25,7 @@ from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import live_layer_bytes, model_states
-from gpuwatch.budget.workload import Setup, Workload, default_precision
+from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
 
 MIB = 1024**2
@@ -133,6 +134,8 @@ def _act_options(spec: ModelSpec, setup: Setup) -> act.ActivationOptions:
         setup.tp,
         setup.sequence_parallel,
         setup.dropout_mask_bytes,
+        frozen=setup.lora_rank > 0,
+        adapted=lora_target_set(setup.lora_targets) if setup.lora_rank else frozenset(),
     )
 
 
@@ -146,14 +149,21 @@ def transformer_train_activations(
     if spec.decoder_layers:
         layers.append((act.layer_activations(spec, p, o, b, s, cross_s=s), spec.decoder_layers))
     sp = setup.tp if setup.sequence_parallel else 1
+    emb = act.embedding_activations(spec, p, o, b, s) / sp
+    head = act.head_activations(spec, p, b, s, o) / sp
+    loss = act.loss_activations(spec, p, b, s, setup.keep_logits) / setup.tp
+    if setup.checkpointing == "full" and setup.pp == 1:
+        # each layer keeps its input; backward first runs the loss and the head, then
+        # re-runs one layer at a time (its saved tensors + its output's gradient), so
+        # the re-run never sits on top of the loss temporaries
+        kept = sum(la.layer_input / sp * n for la, n in layers)
+        rerun = max(la.total(o) + la.layer_input / sp for la, _ in layers)
+        return kept + emb + max(head + loss, rerun), loss
     if setup.checkpointing == "full":
         kept = sum(la.layer_input / sp * n for la, n in layers)
         body = kept + max(la.total(o) for la, _ in layers)  # one layer re-run in backward
     else:
         body = sum(la.total(o) * n for la, n in layers)
-    emb = act.embedding_activations(spec, p, o, b, s) / sp
-    head = act.head_activations(spec, p, b, s) / sp
-    loss = act.loss_activations(spec, p, b, s) / setup.tp
     if setup.pp > 1:  # 1F1B: the first stage keeps pp micro-batches of its L/pp layers
         first, last = body + emb, body / setup.pp + head + loss
         return max(first, last), (loss if last > first else 0.0)
@@ -177,7 +187,7 @@ def cnn_attention_bytes(spec: CnnSpec, p: Precision, setup: Setup) -> float:
 
 def cnn_train_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: Setup) -> float:
     e, r = p.act_bytes, p.residual_bytes
-    saved = spec.saved_elements_per_sample * e + spec.index_elements_per_sample * 8
+    saved: float = spec.saved_elements_per_sample * e + spec.index_elements_per_sample * 8
     saved += spec.total("wide") * r + (spec.total("cast") * e if r != e else 0)
     saved += cnn_attention_bytes(spec, p, setup)
     if setup.checkpointing == "full":  # √n segments: their inputs plus one segment re-run
@@ -195,6 +205,23 @@ def cnn_inference_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: 
     scores = 0.0 if setup.flash_attention else p.act_bytes + _score_bytes(p)
     peak = max((x.live * p.act_bytes + x.scores * scores for x in spec.layers), default=0.0)
     return wl.batch * peak
+
+
+def cnn_backward_grads(spec: CnnSpec, p: Precision, wl: Workload) -> float:
+    """The gradients alive beyond the saved activations at the backward pass's peak.
+
+    Backward runs the table from the last layer: each layer's gradients appear while its
+    saved tensors are still held, and those are freed once it is done. The late layers
+    of a CNN hold most parameters (VGG's classifier: 94 %) and the early ones most
+    activations, so the peak comes when the late layers' gradients exist and nearly all
+    activations are still held.
+    """
+    grads = freed = extra = 0.0
+    for layer in reversed(spec.layers):
+        grads += layer.params * p.grad_bytes
+        extra = max(extra, grads - freed)
+        freed += wl.batch * (layer.saved_elements * p.act_bytes + layer.index_elements * 8)
+    return extra
 
 
 def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
@@ -290,19 +317,21 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
     if train and isinstance(spec, TransformerSpec):
         activations, loss = transformer_train_activations(spec, p, setup=setup, wl=workload)
-    elif train:
+    elif train and isinstance(spec, CnnSpec):
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
         activations = act.inference_activations(
             spec, p, _act_options(spec, setup), workload.batch, _seq(spec, workload)
         )
-    else:
+    elif isinstance(spec, CnnSpec):
         activations = cnn_inference_activations(spec, p, workload, setup)
     if train and p.name.startswith("amp"):
         # autocast caches a 16-bit copy of every matmul and convolution weight, which
         # the backward pass keeps
         kinds = ("linear", "conv")
         matmul = sum(g.numel for g in spec.param_groups() if g.kind in kinds)
+        if isinstance(spec, TransformerSpec) and spec.tied_embeddings and spec.vocab:
+            matmul += spec.vocab * spec.hidden  # the tied head reads the embedding matrix
         act_fixed = 2 * matmul / setup.tp / setup.pp
         activations += act_fixed
     if setup.teacher is not None:
@@ -323,9 +352,16 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         grads_bwd = 0.0
     elif workload.grad_accum > 1:
         grads_bwd = grads
+    elif isinstance(spec, CnnSpec):
+        grads_bwd = min(grads, cnn_backward_grads(spec, p, workload))
     else:
         head = max((g.numel for g in spec.param_groups() if not g.per_layer), default=0)
         grads_bwd = 0.0 if setup.lora_rank else min(grads, head * p.grad_bytes / setup.tp)
+        if loss and grads_bwd:
+            # The loss backward (12 B per logit) peaks before any gradient exists; the
+            # head's gradient appears once it has shrunk to the logits' gradient.
+            logits = workload.batch * _seq(spec, workload) * spec.vocab / setup.tp
+            grads_bwd = max(0.0, grads_bwd + logits * p.act_bytes - logits * 12)
     # Peaks are summed from the rounded categories, in integers: with floats, a sum of
     # 10**19-byte terms loses bytes and the overlap could come out negative.
     w, g, o, st = round(weights), round(grads), round(optimizer), round(step_temp)

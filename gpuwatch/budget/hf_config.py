@@ -153,6 +153,8 @@ def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
             ffn=_int(cfg, "n_inner", default=4 * h) if cfg.get("n_inner") is not None else 4 * h,
             max_positions=_int(cfg, "n_positions", "n_ctx", default=1024),
             dropout=dropout,
+            activation=_text(cfg, "activation_function", "gelu_new"),
+            fused_qkv=True,
         )
     if kind in ("bert", "roberta", "distilbert", "electra"):
         return TransformerSpec(
@@ -165,8 +167,7 @@ def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
             arch="encoder",
             max_positions=_int(cfg, "max_position_embeddings", default=512),
             type_vocab=_int(cfg, "type_vocab_size", default=2),
-            pooler=True,
-            mlm_head=True,
+            mlm_head=True,  # *ForMaskedLM, as the hub's configs name them: no pooler
             dropout=dropout,
         )
     if kind in ("t5", "mt5", "umt5") or ("d_model" in cfg and "num_decoder_layers" in cfg):

@@ -139,8 +139,8 @@ OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
             "adafactor",
             0,
             None,
-            0,
-            "Adafactor: factored second moment (rows + columns per matrix), no m",
+            1,
+            "Adafactor: factored second moment over each tensor's last two dimensions, no m",
         ),
         OptimizerInfo("lion", 1, None, 0, "Lion: one momentum buffer"),
     )
@@ -168,14 +168,22 @@ def get_optimizer(name: str) -> OptimizerInfo:
     return OPTIMIZER_INFO[key]
 
 
-def optimizer_state_elements(opt: OptimizerInfo, rows: int, cols: int, count: int) -> float:
+def optimizer_state_elements(
+    opt: OptimizerInfo, rows: int, cols: int, count: int, kernel: int = 1, conv: bool = False
+) -> float:
     """State elements for ``count`` tensors of ``rows × cols``.
 
-    Adafactor factors the second moment of a matrix into a row and a column vector;
-    vectors keep a full second moment.
+    Adafactor factors the second moment over a tensor's last two dimensions: a matrix
+    keeps a row and a column vector; a convolution weight (out, in, k, k) keeps two
+    tensors of numel/k each, so a 3×3 kernel keeps 2/3 of a full second moment and a
+    1×1 kernel twice one. Vectors keep a full second moment.
     """
     if opt.name == "adafactor":
-        return count * ((rows + cols) if rows > 1 and cols > 1 else rows * cols)
+        if rows <= 1 or cols <= 1:
+            return count * rows * cols
+        if conv:
+            return count * 2 * rows * cols / kernel
+        return count * (rows + cols)
     return opt.states * rows * cols * count
 
 

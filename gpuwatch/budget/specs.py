@@ -43,6 +43,7 @@ class ParamGroup:
     count: int = 1
     kind: ParamKind = "linear"
     per_layer: bool = True
+    kernel: int = 1  # a convolution's k (its weight is rows × cols/k² × k × k)
 
     @property
     def numel(self) -> int:
@@ -90,6 +91,11 @@ class TransformerSpec:
     # a count too small for any shape: the parameters are ``extra_params`` alone, and
     # the dimensions only size the (tiny) activations
     count_only: bool = False
+    # the MLP's activation as HF names it (``hidden_act`` / ``activation_function``):
+    # "gelu_new" (GPT-2) is written out in elementwise ops that save five ffn-wide
+    # tensors; "" is the family's fused default (GELU, or SiLU when gated)
+    activation: str = ""
+    fused_qkv: bool = False  # one q/k/v projection (GPT-2's c_attn), read once
 
     def __post_init__(self) -> None:
         for name, low, high in (
@@ -188,7 +194,8 @@ class TransformerSpec:
         h, V, L = self.hidden, self.vocab, self.layers
         g: list[ParamGroup] = []
         if self.arch == "vit":
-            g.append(ParamGroup("patch_embed", self.channels * self.patch**2, h, 1, "conv", False))
+            g.append(ParamGroup("patch_embed", self.channels * self.patch**2, h, 1, "conv", False,
+                                self.patch))
             g.append(ParamGroup("patch_bias+cls", 2 * h, 1, 1, "bias", False))
             g.append(
                 ParamGroup(

@@ -16,7 +16,7 @@ from gpuwatch.budget.precision import (
     state_bytes,
 )
 from gpuwatch.budget.specs import ModelSpec, ParamGroup, TransformerSpec
-from gpuwatch.budget.workload import Setup
+from gpuwatch.budget.workload import Setup, lora_target_set
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,14 @@ class States:
     stored_params: int = 0
 
     def __add__(self, other: States) -> States:
-        return States(*(a + b for a, b in zip(self._tuple(), other._tuple(), strict=True)))
+        return States(
+            self.weights + other.weights,
+            self.grads + other.grads,
+            self.optimizer + other.optimizer,
+            self.step_temp + other.step_temp,
+            self.trainable + other.trainable,
+            self.stored_params + other.stored_params,
+        )
 
     def scaled(self, w: float = 1, g: float = 1, o: float = 1) -> States:
         return replace(
@@ -68,19 +75,45 @@ def _stored_weight_bytes(g: ParamGroup, p: Precision, sparsity: float) -> float:
 
 
 def adapter_precision(p: Precision) -> Precision:
-    """LoRA adapters: fp32 with autocast compute unless the regime is 16-bit throughout."""
-    if p.name.startswith(("mixed", "bf16", "fp16")):
-        return p
+    """LoRA adapters: fp32 weights, gradients and states in every regime, as PEFT keeps
+    them (``autocast_adapter_dtype=True`` upcasts adapters of a 16-bit base)."""
     return PRECISIONS["amp-bf16"]
 
 
-def lora_groups(groups: tuple[ParamGroup, ...], rank: int) -> tuple[ParamGroup, ...]:
-    """A (rank × in) and B (out × rank) for every matmul in the repeated blocks."""
+# which projections each block parameter group holds, and how many of its tensors each
+_GROUP_PROJECTIONS = {
+    "q": (("q", 1),), "kv": (("k", 2), ("v", 2)), "o": (("o", 1),),
+    "in": (("gate", 2), ("up", 2)), "out": (("down", 1),),
+}
+
+
+def _targeted_count(g: ParamGroup, targets: frozenset[str], gated: bool) -> int:
+    """How many of ``g``'s ``count`` tensors get adapters under ``targets``."""
+    kind = g.name.rsplit(".", 1)[-1]
+    if kind == "in" and not gated:
+        return g.count if "up" in targets else 0
+    if kind not in _GROUP_PROJECTIONS:
+        return g.count if targets >= frozenset(("q", "k", "v", "o", "gate", "up", "down")) \
+            else 0
+    return sum(g.count // share for name, share in _GROUP_PROJECTIONS[kind] if name in targets)
+
+
+def lora_groups(
+    groups: tuple[ParamGroup, ...],
+    rank: int,
+    targets: frozenset[str] | None = None,
+    gated: bool = True,
+) -> tuple[ParamGroup, ...]:
+    """A (rank × in) and B (out × rank) for each targeted matmul of the repeated blocks
+    (``targets`` None: every one)."""
     out: list[ParamGroup] = []
     for g in groups:
-        if _is_block_matmul(g):
-            out.append(ParamGroup(g.name + ".lora_A", g.rows, rank, g.count, "linear"))
-            out.append(ParamGroup(g.name + ".lora_B", rank, g.cols, g.count, "linear"))
+        if not _is_block_matmul(g):
+            continue
+        n = g.count if targets is None else _targeted_count(g, targets, gated)
+        if n:
+            out.append(ParamGroup(g.name + ".lora_A", g.rows, rank, n, "linear"))
+            out.append(ParamGroup(g.name + ".lora_B", rank, g.cols, n, "linear"))
     return tuple(out)
 
 
@@ -89,14 +122,22 @@ def _train_states(
 ) -> States:
     n = sum(g.numel for g in groups)
     sb = state_bytes(opt, p)
-    elements = sum(optimizer_state_elements(opt, g.rows, g.cols, g.count) for g in groups)
+    elements = sum(
+        optimizer_state_elements(opt, g.rows, g.cols, g.count, g.kernel, g.kind == "conv")
+        for g in groups
+    )
     fused = p.master_bytes > 0  # Megatron/DeepSpeed fused optimizers: no temporaries
     temp = n * opt.step_temp_states * sb if foreach and not fused else 0.0
     return States(0.0, n * p.grad_bytes, n * p.master_bytes + elements * sb, temp, n, 0)
 
 
 def group_states(
-    groups: tuple[ParamGroup, ...], p: Precision, opt: OptimizerInfo, setup: Setup, train: bool
+    groups: tuple[ParamGroup, ...],
+    p: Precision,
+    opt: OptimizerInfo,
+    setup: Setup,
+    train: bool,
+    spec: ModelSpec | None = None,
 ) -> States:
     """States of ``groups`` on one GPU before parallelism."""
     weights = sum(_stored_weight_bytes(g, p, setup.sparsity) for g in groups)
@@ -105,7 +146,9 @@ def group_states(
     if not train:
         return base
     if setup.lora_rank:
-        adapters = lora_groups(groups, setup.lora_rank)
+        gated = not isinstance(spec, TransformerSpec) or spec.gated_mlp
+        adapters = lora_groups(groups, setup.lora_rank, lora_target_set(setup.lora_targets),
+                               gated)
         ap = adapter_precision(p)
         lora = _train_states(adapters, ap, opt, setup.foreach_optimizer)
         return base + replace(lora, weights=sum(g.numel for g in adapters) * ap.weight_bytes)
@@ -131,16 +174,16 @@ def model_states(
     """Parameters, gradients and optimizer states on the most loaded GPU."""
     layers, first, last = split_by_stage(spec)
     if setup.pp > 1:
-        a = group_states(first, p, opt, setup, train)
-        b = group_states(last, p, opt, setup, train)
+        a = group_states(first, p, opt, setup, train, spec)
+        b = group_states(last, p, opt, setup, train, spec)
         extra = a if a.weights + a.optimizer >= b.weights + b.optimizer else b
-        s = group_states(layers, p, opt, setup, train).scaled(
+        s = group_states(layers, p, opt, setup, train, spec).scaled(
             1 / setup.pp, 1 / setup.pp, 1 / setup.pp
         )
         s = replace(s, trainable=s.trainable // setup.pp, stored_params=s.stored_params // setup.pp)
         s = s + extra
     else:
-        s = group_states(spec.param_groups(), p, opt, setup, train)
+        s = group_states(spec.param_groups(), p, opt, setup, train, spec)
     t = setup.tp
     s = s.scaled(1 / t, 1 / t, 1 / t)
     n = setup.dp

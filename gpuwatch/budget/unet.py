@@ -67,7 +67,7 @@ class _Walker:
         return sum(c * h * w for c, h, w in self.skips)
 
     def conv(self, name: str, cin: int, cout: int, k: int, per_layer: bool = True) -> None:
-        self.params.append(ParamGroup(name, cout, cin * k * k, 1, "conv", per_layer))
+        self.params.append(ParamGroup(name, cout, cin * k * k, 1, "conv", per_layer, kernel=k))
         self.params.append(ParamGroup(name + ".bias", cout, 1, 1, "bias", per_layer))
         self.pending += cout * cin * k * k + cout
 

@@ -15,7 +15,7 @@ from gpuwatch.budget import (
     spec_from_params,
     training_bytes_per_param,
 )
-from gpuwatch.budget.activations import ActivationOptions, layer_activations
+from gpuwatch.budget.activations import ActivationOptions, head_activations, layer_activations
 from gpuwatch.budget.precision import get_optimizer, get_precision
 from gpuwatch.core.units import format_bytes
 
@@ -113,15 +113,20 @@ def test_korthikanti_per_layer(t, sp, selective):
 
 
 def test_full_recompute_keeps_layer_input():
+    """Each layer keeps its input; the re-run of one layer (its saved tensors and its
+    output's gradient) comes after the head and loss are done, never on top of them."""
     spec = TransformerSpec("x", 24, 1024, 16, 0, dropout=0.1, arch="encoder")
     full = estimate(spec, Workload(batch=2, seq=512), Setup(precision="bf16", checkpointing="full"))
     none = estimate(spec, Workload(batch=2, seq=512), Setup(precision="bf16"))
     la = layer_activations(spec, get_precision("bf16"), ActivationOptions(), 2, 512)
+    layer_input = 2 * 512 * 1024 * 2
+    head = head_activations(spec, get_precision("bf16"), 2, 512)
     assert full.breakdown.activations == pytest.approx(
         none.breakdown.activations
         - 24 * la.total(ActivationOptions())
-        + 24 * 2 * 512 * 1024 * 2
-        + la.total(ActivationOptions()),
+        + 24 * layer_input
+        - head
+        + max(head, la.total(ActivationOptions()) + layer_input),
         rel=1e-9,
     )
 
