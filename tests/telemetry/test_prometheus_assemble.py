@@ -173,3 +173,22 @@ def test_any_series_make_gpus_that_keep_their_index(ticks: list[list[Series]]) -
                 assert value is None or value >= 0          # negative readings: unknown
             assert all(p.pid > 0 for p in g.processes)
         assert all(p.pid > 0 for p in probes)
+
+
+def test_allocator_figures_of_a_pid_two_hosts_share_go_to_neither() -> None:
+    series = []
+    for host in ("a", "b"):
+        labels = {"job": "gw", "instance": f"{host}:9400", "gpu": "0", "Hostname": host,
+                  "UUID": f"GPU-{host}", "pid": "1", "name": "python", "user": "", "container": ""}
+        series += gpu_series(host, 0, 100, job="gw")
+        series.append(Series({**labels, "__name__": n.PROCESS_USED}, 1.0, 50 * MIB))
+    labels_a = {**series[-1].labels}
+    labels_a.update(instance="a:9400", Hostname="a", UUID="GPU-a",
+                    __name__=n.ALLOC_RESERVED)
+    gpus, probes, _ = Assembler().build([*series, Series(labels_a, 1.0, 40 * MIB)], 1.0)
+    assert [len(g.processes) for g in gpus] == [1, 1]
+    assert probes == ()            # pid 1 on both hosts: whose figures would they be?
+    # alone, the same figures come through
+    _, probes, _ = Assembler().build([*series[:len(series) // 2],
+                                      Series(labels_a, 1.0, 40 * MIB)], 1.0)
+    assert [p.pid for p in probes] == [1]

@@ -142,7 +142,7 @@ class Assembler:
             else:
                 samples.append(self._gpu(known, fields, t, key.gpu))
         samples.sort(key=lambda g: g.index)
-        probes = tuple(_probes(targets, now_s))
+        probes = _probes(targets, now_s)
         warnings: tuple[str, ...] = ()
         if unreachable:
             hosts = sorted(unreachable)
@@ -220,13 +220,23 @@ def _process(s: Series, gpu_index: int) -> ProcessSample | None:
                          container=labels.get("container") or None)
 
 
-def _probes(targets: dict[str, _Target], now_s: float) -> Iterable[ProbeReport]:
+def _probes(targets: dict[str, _Target], now_s: float) -> tuple[ProbeReport, ...]:
+    """Allocator figures as probe reports. Probe reports are known by pid alone, and pids
+    repeat across hosts (pid 1 in every container): a pid that more than one target
+    lists gets none, rather than another host's figures."""
+    targets_of_pid: dict[str, set[str]] = defaultdict(set)
+    for target, t in targets.items():
+        for series in t.processes.values():
+            for s in series:
+                targets_of_pid[s.labels.get("pid", "")].add(target)
+    reports = []
     for t in targets.values():
         for pid, figures in t.allocator.items():
-            if not pid.isdigit():
+            if not pid.isdigit() or len(targets_of_pid.get(pid, ())) > 1:
                 continue
             values = {_ALLOCATOR[m]: _bytes(s.value) for m, s in figures.items()}
             labels = next(iter(figures.values())).labels
             uuid = labels.get(n.UUID)
-            yield ProbeReport(int(pid), now_s, device_uuids=(uuid,) if uuid else (),
-                              allocator=AllocatorFacts(**values))
+            reports.append(ProbeReport(int(pid), now_s, device_uuids=(uuid,) if uuid else (),
+                                       allocator=AllocatorFacts(**values)))
+    return tuple(reports)
