@@ -6,8 +6,8 @@ its data-parallel replicas; each runs the largest micro-batch that fits (the bud
 solver) and accumulates the rest. Layouts tried for n GPUs: data parallel with the
 lowest ZeRO stage that fits (training), and tensor parallel of 2, 4 or 8 — only inside
 one NVLink or Infinity Fabric domain, and only where it divides the heads — with data
-parallel over the rest. Pipeline parallelism is not tried (its bubbles are outside a
-roofline).
+parallel over the rest; of the layouts within 2 % of the fastest, the simplest is shown.
+Pipeline parallelism is not tried (its bubbles are outside a roofline).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def evaluate(spec: ModelSpec, cache: Estimates, hw: Hardware, gpus: int,
     train = wl.mode == "train"
     total = global_batch(wl, cache.setup)
     capacity = hw.gpu.memory_bytes
-    best: Config | None = None
+    usable: list[Config] = []
     smallest: int | None = None
     too_few = False
     for layout in layouts(spec, hw, gpus, train, cache.setup.offload == "params"):
@@ -149,10 +149,9 @@ def evaluate(spec: ModelSpec, cache: Estimates, hw: Hardware, gpus: int,
         step = step_time(spec, est, hw, accum, efficiency, gpus)
         tokens = total * _tokens_per_sample(spec, est)
         config = Config(hw, gpus, layout, mb, micro, accum, est.total_bytes, step, total, tokens)
-        if best is None or step.total_s < best.step.total_s:  # type: ignore[union-attr]
-            best = config
-    if best is not None:
-        return best
+        usable.append(config)
+    if usable:
+        return _simplest_of_the_fastest(usable)
     note = ""
     if too_few and smallest is None:
         note = (f"a global batch of {total} leaves data-parallel replicas without a sample, "
@@ -160,6 +159,18 @@ def evaluate(spec: ModelSpec, cache: Estimates, hw: Hardware, gpus: int,
                 "raise --batch or --grad-accum")
     return Config(hw, gpus, None, 0, 0, 0, smallest or 0, None, total, 0, note)
 
+
+
+SIMPLER_WITHIN = 0.02  # a simpler layout wins when it is at most this much slower
+
+
+def _simplest_of_the_fastest(usable: list[Config]) -> Config:
+    """The first layout (simplest: least tensor parallelism, lowest ZeRO stage) whose step
+    is within :data:`SIMPLER_WITHIN` of the fastest: a roofline cannot tell 2 % apart,
+    and plain data parallelism is what people run when it is as fast."""
+    fastest = min(c.step.total_s for c in usable if c.step is not None)
+    return next(c for c in usable
+                if c.step is not None and c.step.total_s <= fastest * (1 + SIMPLER_WITHIN))
 
 
 def _tokens_per_sample(spec: ModelSpec, est: Estimate) -> int:

@@ -19,8 +19,10 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QSpinBox,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -119,14 +121,10 @@ class PlanPanel(QWidget):
                                       AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(8)
         form = QGridLayout()
-        label = QLabel("&Workload")
-        label.setBuddy(self.preset)
-        form.addWidget(label, 0, 0)
-        form.addWidget(self.preset, 0, 1, 1, 3)
-        for row, pairs in ((1, (("&Model", self.model), ("&Precision", self.precision))),
-                           (2, (("Global &batch", self.batch), ("&Efficiency",
-                                                                self.efficiency))),
-                           (3, (("&Sort by", self.sort),))):
+        for row, pairs in ((0, (("&Workload", self.preset), ("&Sort by", self.sort))),
+                           (1, (("&Model", self.model), ("&Precision", self.precision))),
+                           (2, (("Global &batch", self.batch),
+                                ("&Efficiency", self.efficiency)))):
             for i, (text, widget) in enumerate(pairs):
                 label = QLabel(text)
                 label.setBuddy(widget)
@@ -142,19 +140,27 @@ class PlanPanel(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.
                                                            ResizeToContents)
         self.table.setAccessibleName("Configurations")
-        self.advice = QLabel()
-        self.advice.setWordWrap(True)
-        self.advice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.advice = QTextBrowser()
+        self.advice.setOpenLinks(False)
         self.advice.setAccessibleName("Plan advice")
+        lines = self.fontMetrics().lineSpacing()
+        self.advice.setMinimumHeight(3 * lines)
+        self.table.setMinimumHeight(5 * lines)
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.addWidget(self.table)
+        self.split.addWidget(self.advice)
+        self.split.setStretchFactor(0, 3)
+        self.split.setStretchFactor(1, 1)
+        self.split.setChildrenCollapsible(False)
 
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.status)
-        layout.addWidget(self.table, 3)
-        layout.addWidget(self.advice, 1)
+        layout.addWidget(self.split, 1)
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -280,7 +286,7 @@ class PlanPanel(QWidget):
                                f"time {lv.time_ratio - 1:+.0%})" for lv in plan.levers[:4])
             lines.append(f"<b>Levers, cheapest in time first:</b> {levers}.")
         lines.append("<b>The roofline ignores</b> " + "; ".join(IGNORES) + ".")
-        self.advice.setText("<br>".join(lines))
+        self.advice.setHtml("<br>".join(lines))
 
     def closeEvent(self, event: Any) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
