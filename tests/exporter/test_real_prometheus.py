@@ -180,6 +180,20 @@ def test_snapshot_command_reads_the_cluster(cluster) -> None:
     assert all(g["state"] == "ok" for g in doc["gpus"])
 
 
+def test_record_runs_the_advisor_over_the_cluster(cluster) -> None:
+    server, _, _ = cluster
+    result = subprocess.run([sys.executable, "-m", "gpuwatch", "record", "--prometheus",
+                             server.url, "--interval", "1", "--duration", "3", "--json",
+                             "--no-save"], capture_output=True, text=True,
+                            env={"PYTHONPATH": str(REPO)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    ticks = [d for d in docs if d["schema"] == "gpuwatch.snapshot/1"]
+    assert len(ticks) >= 3
+    assert all(len(t["gpus"]) == 5 for t in ticks)
+    assert "Recorded" in result.stderr
+
+
 def test_exposition_passes_promtool(cluster) -> None:
     _, exporters, _ = cluster
     text = exporters["node-c"].metrics()
