@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cnn_style import VGG16, ResNet50
-from hf_style import GPT2LM, BertMLM, CausalLM, LlamaLM, add_lora
+from hf_style import GPT2LM, BertMLM, CausalLM, LlamaLM, ViTClassifier, add_lora
 
 from gpuwatch.budget import Setup, TransformerSpec, Workload, estimate, lookup_model
 from gpuwatch.budget.workload import lora_target_set
@@ -288,6 +288,10 @@ def cases() -> list[Case]:
     out.append(Case("bert fp32 sdpa", s["bert"], sdpa["bert"], 8, 256))
     out.append(Case("bert amp-bf16 eager", s["bert"], eager["bert"], 8, 256,
                     precision="amp-bf16", flash=False))
+    vit = replace(lookup_model("vit-b-16"), layers=4)
+    out.append(Case("vit fp32 sdpa", vit, lambda: ViTClassifier(vit, "sdpa"), 16, image=224))
+    out.append(Case("vit amp-bf16 eager", vit, lambda: ViTClassifier(vit, "eager"), 16,
+                    image=224, precision="amp-bf16", flash=False))
     for fam in ("gpt2", "llama"):
         for impl, flash in ((eager, False), (sdpa, True)):
             tag = "sdpa" if flash else "eager"

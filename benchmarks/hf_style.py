@@ -55,6 +55,17 @@ class RMSNorm(nn.Module):
         return self.weight * x.to(dtype)
 
 
+def as_cuda_autocast(x):
+    """CUDA's autocast runs softmax and layer_norm in fp32; the CPU's leaves them in bf16.
+    The traces follow CUDA: the input is upcast where CUDA's autocast would."""
+    return x.float() if torch.is_autocast_enabled("cpu") else x
+
+
+class LayerNorm(nn.LayerNorm):
+    def forward(self, x):
+        return super().forward(as_cuda_autocast(x))
+
+
 def cache_update(cache, k, v):
     """DynamicCache.update on the first call: ``cat`` onto an empty tensor, a copy."""
     k, v = torch.cat((k[:, :, :0], k), dim=-2), torch.cat((v[:, :, :0], v), dim=-2)
@@ -90,7 +101,7 @@ def attend(q, k, v, impl: str, causal: bool, dropout: float, training: bool, gro
     if fp32_softmax:
         w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
     else:
-        w = F.softmax(w, dim=-1).type(v.dtype)
+        w = F.softmax(as_cuda_autocast(w), dim=-1).type(v.dtype)
     w = F.dropout(w, p=dropout, training=training)
     return torch.matmul(w, v).transpose(1, 2).contiguous()
 
@@ -309,7 +320,7 @@ class BertMLM(nn.Module):
         self.word, self.pos = nn.Embedding(s.vocab, h), nn.Embedding(s.max_positions, h)
         self.types, self.emb_ln = nn.Embedding(s.type_vocab, h), nn.LayerNorm(h, eps=1e-12)
         self.layer = nn.ModuleList(BertLayer(s, impl) for _ in range(s.layers))
-        self.transform, self.t_ln = nn.Linear(h, h), nn.LayerNorm(h, eps=1e-12)
+        self.transform, self.t_ln = nn.Linear(h, h), LayerNorm(h, eps=1e-12)
         self.out_bias = nn.Parameter(torch.zeros(s.vocab))
 
     def body(self, ids, cache=None):
@@ -344,3 +355,52 @@ class CausalLM(nn.Module):
         if self.shift:  # ForCausalLMLoss: pad the labels by one and shift them left
             labels = F.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
         return F.cross_entropy(flat, labels.view(-1), ignore_index=-100), logits
+
+
+# ---------------------------------------------------------------- ViT (image classification)
+class ViTLayer(nn.Module):
+    def __init__(self, s: TransformerSpec, impl: str):
+        super().__init__()
+        h, self.s, self.impl = s.hidden, s, impl
+        self.layernorm_before, self.layernorm_after = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.attn_out = nn.Linear(h, h)
+        self.intermediate, self.output = nn.Linear(h, s.ffn_size), nn.Linear(s.ffn_size, h)
+
+    def attn(self, x):
+        s, (b, t, h) = self.s, x.shape
+        q, k, v = (p(x).view(b, t, s.heads, s.d).transpose(1, 2)
+                   for p in (self.query, self.key, self.value))
+        out = attend(q, k, v, self.impl, False, s.dropout, self.training)
+        return self.attn_out(out.reshape(b, t, h).contiguous())
+
+    def forward(self, hidden_states):
+        # ViTLayer.forward: pre-LN, residuals around attention and MLP
+        attention_output = self.attn(self.layernorm_before(hidden_states))
+        hidden_states = attention_output + hidden_states
+        layer_output = self.layernorm_after(hidden_states)
+        layer_output = self.output(F.gelu(self.intermediate(layer_output)))
+        return layer_output + hidden_states
+
+
+class ViTClassifier(nn.Module):
+    """ViTForImageClassification: patch embedding, CLS token, pre-LN layers, the CLS head."""
+
+    gc = False
+
+    def __init__(self, s: TransformerSpec, impl: str = "sdpa"):
+        super().__init__()
+        h, self.s = s.hidden, s
+        self.patch = nn.Conv2d(s.channels, h, s.patch, s.patch)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, h))
+        self.position = nn.Parameter(torch.zeros(1, s.seq_for_image(s.image, s.image), h))
+        self.layer = nn.ModuleList(ViTLayer(s, impl) for _ in range(s.layers))
+        self.layernorm = nn.LayerNorm(h)
+        self.classifier = nn.Linear(h, s.classes)
+
+    def forward(self, pixels):
+        x = self.patch(pixels).flatten(2).transpose(1, 2)
+        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1) + self.position
+        for blk in self.layer:
+            x = checkpointed(blk, x) if self.training and self.gc else blk(x)
+        return self.classifier(self.layernorm(x)[:, 0, :])
