@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+import pyqtgraph.functions as fn
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPolygonF
 
 from gpuwatch.ui.widgets import theme
@@ -85,10 +86,14 @@ class BandItem(pg.GraphicsObject):
             for a, b in finite_runs(ok):
                 if b - a < 2:
                     continue
-                xs = np.concatenate((x[a:b], x[a:b][::-1]))
-                ys = np.concatenate((high[a:b], low[a:b][::-1]))
-                polygons.append(QPolygonF([QPointF(px, py) for px, py in
-                                           zip(xs.tolist(), ys.tolist(), strict=True)]))
+                n = b - a
+                poly = fn.create_qpolygonf(2 * n)      # filled in place, no QPointF each
+                points = fn.ndarray_from_qpolygonf(poly)
+                points[:n, 0] = x[a:b]
+                points[:n, 1] = high[a:b]
+                points[n:, 0] = x[a:b][::-1]
+                points[n:, 1] = low[a:b][::-1]
+                polygons.append(poly)
         self._polygons = polygons
         if polygons:
             rect = polygons[0].boundingRect()

@@ -218,6 +218,8 @@ class TimePlots(QWidget):
                     curve.setZValue(10 if wide else 0)
         self.highlight = index
         self.legend.set_highlight(index)
+        if self.band_mode and len(self.history.gpus) > 2:
+            self.refresh(force=True)         # the band follows the highlighted GPU
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
@@ -311,8 +313,11 @@ class TimePlots(QWidget):
             mx, my = ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale)
             mem.setData(mx, my, connect="finite")
             used.append(my)
-            bandwidths.append(self._draw_bandwidth(ring, bw, band, x0, x1, pixels, bw_scale))
-            spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
+            with_band = index in (self.highlight, self.focus) or len(self.history.gpus) <= 2
+            bandwidths.append(self._draw_bandwidth(ring, bw, band, with_band,
+                                                   x0, x1, pixels, bw_scale))
+            if np.isnan(my).any():     # a loss shorter than a pixel column is not drawn
+                spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
@@ -337,15 +342,20 @@ class TimePlots(QWidget):
         settle(self.memory)
         settle(self.bandwidth)
 
-    def _draw_bandwidth(self, ring: Ring, curve: WindowCurve, band: BandItem, x0: float,
-                        x1: float, pixels: int, scale: float) -> np.ndarray:
+    def _draw_bandwidth(self, ring: Ring, curve: WindowCurve, band: BandItem, with_band: bool,
+                        x0: float, x1: float, pixels: int, scale: float) -> np.ndarray:
         """The GPU's bandwidth: min/max-decimated, or in band mode its mean per two pixel
-        columns with the min/max band; returns the values that the y range must show."""
+        columns with the min/max band (``with_band``: for the GPU in focus or under the
+        mouse, or each of one or two; eight overlapping bands are a blur, and their
+        fills cost more than all the lines); returns the values the y range must show."""
         t, y = ring_slice(ring, BW_COLUMN, x0, x1, scale)
         if self.band_mode and len(t) > pixels // 2:
             mid, mean, low, high = band_decimate(t, y, max(1, pixels // 2))
             curve.setData(mid, mean, connect="finite")
-            band.set_band(mid, low, high)
+            if with_band:
+                band.set_band(mid, low, high)
+            else:
+                band.clear()
             return high
         band.clear()
         x, y = minmax_decimate(t, y, max(1, pixels))
