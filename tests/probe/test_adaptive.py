@@ -150,3 +150,30 @@ def test_bad_arguments_are_refused():
                    {"effective_batch": 8, "headroom": 0}):
         with pytest.raises(ValueError):
             AdaptiveBatch(**kwargs)
+
+
+def test_the_caches_are_freed_once_per_out_of_memory_error():
+    device = Device({0: 3})
+    step, _ = make_loop(device, [])
+    freed = []
+    adaptive = AdaptiveBatch(EFFECTIVE, EFFECTIVE, memory=device.memory, report=None,
+                             release=lambda: freed.append(adaptive.micro_batch))
+    adaptive.run(step)
+    # 32 -> 16 -> 8 -> 4 -> 2: four errors, each freed after the size was lowered
+    assert [c.micro_batch for c in adaptive.changes] == [16, 8, 4, 2]
+    assert freed == [16, 8, 4, 2]
+
+
+def test_each_smaller_size_divides_the_effective_batch():
+    limit = 5
+
+    def step(micro: int, accum: int) -> int:
+        if micro > limit:
+            raise torch.OutOfMemoryError("CUDA out of memory.")
+        return micro * accum
+
+    adaptive = AdaptiveBatch(24, 24, memory=None, report=None)
+    assert adaptive.run(step) == 24
+    # at most half each time, and a divisor of 24: 12, 6, then 3 (not 5, 4 is not ≤ 6/2)
+    assert [c.micro_batch for c in adaptive.changes] == [12, 6, 3]
+    assert (adaptive.micro_batch, adaptive.grad_accum) == (3, 8)
