@@ -12,11 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -129,19 +131,51 @@ class PrometheusServer:
                 self.process.wait()
 
 
-def start_prometheus(folder: Path, targets: list[str]) -> PrometheusServer:
+class StaticTarget:
+    """A scrape target answering fixed text, like an exporter that is not gpuwatch's."""
+
+    def __init__(self, text: str):
+        body = text.encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start_prometheus(folder: Path, targets: list[str],
+                     other_jobs: dict[str, list[str]] | None = None) -> PrometheusServer:
+    """Prometheus scraping ``targets`` as job gpuwatch (label cluster=test), and each of
+    ``other_jobs`` (job name -> targets, label cluster=other)."""
     port = free_port()
     config = folder / "prometheus.yml"
-    listed = ", ".join(f'"{t}"' for t in targets)
-    config.write_text(
-        "global:\n"
-        f"  scrape_interval: {SCRAPE_INTERVAL_S:g}s\n"
-        f"  scrape_timeout: {SCRAPE_INTERVAL_S:g}s\n"
-        "scrape_configs:\n"
-        "  - job_name: gpuwatch\n"
-        "    static_configs:\n"
-        f"      - targets: [{listed}]\n"
-        "        labels: {cluster: test}\n")
+    jobs = [("gpuwatch", targets, "test"),
+            *((name, listed, "other") for name, listed in (other_jobs or {}).items())]
+    text = ("global:\n"
+            f"  scrape_interval: {SCRAPE_INTERVAL_S:g}s\n"
+            f"  scrape_timeout: {SCRAPE_INTERVAL_S:g}s\n"
+            "scrape_configs:\n")
+    for name, listed, cluster in jobs:
+        quoted = ", ".join(f'"{t}"' for t in listed)
+        text += (f"  - job_name: {name}\n"
+                 "    static_configs:\n"
+                 f"      - targets: [{quoted}]\n"
+                 f"        labels: {{cluster: {cluster}}}\n")
+    config.write_text(text)
     data = folder / "data"
     log = (folder / "prometheus.log").open("wb")
     process = subprocess.Popen(

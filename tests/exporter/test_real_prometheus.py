@@ -16,6 +16,7 @@ from prometheus_support import (
     PROMTOOL,
     REPO,
     SCRAPE_INTERVAL_S,
+    StaticTarget,
     have_prometheus,
     start_exporter,
     start_prometheus,
@@ -52,6 +53,17 @@ cmdline = ["python", "train.py"]
 user = "ann"
 memory = [[0, "1GiB"], [3600, "36GiB"]]
 """
+# What a plain dcgm-exporter with its default counters writes for one GPU (its labels,
+# its units: MiB, %, C, W; no processes, no reserved memory, no total)
+_DCGM_LABELS = ('gpu="0",UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",device="nvidia0",'
+                'modelName="NVIDIA A100-SXM4-80GB",Hostname="dcgm-node"')
+DCGM_TEXT = "".join(
+    f"# HELP {name} {text}\n# TYPE {name} gauge\n{name}{{{_DCGM_LABELS}}} {value}\n"
+    for name, text, value in (
+        ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", 30720),
+        ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", 50201),
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", 87),
+        ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", 64)))
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +78,19 @@ def cluster(tmp_path_factory):
         env={"PYTHONPATH": str(REPO)}, timeout=120).stdout)
     exporters = {}
     server = None
+    dcgm = StaticTarget(DCGM_TEXT)
     try:
         for host, demo, extra in (("node-a", str(ramp), ()), ("node-b", "workstation", ()),
                                   ("node-c", "contention", ("--budget", f"train.py={estimate}"))):
             exporters[host] = start_exporter(host, demo, *extra, interval_s=SAMPLE_INTERVAL_S)
-        server = start_prometheus(folder, [f"127.0.0.1:{e.port}" for e in exporters.values()])
+        server = start_prometheus(folder, [f"127.0.0.1:{e.port}" for e in exporters.values()],
+                                  {"dcgm": [f"127.0.0.1:{dcgm.port}"]})
         backend = PrometheusBackend(server.url)
 
         def all_hosts() -> bool:
             snap = backend.sample()
             hosts = {g.name.split("/")[0] for g in snap.gpus if g.state is GpuState.OK}
-            return hosts == {"node-a", "node-b", "node-c"}
+            return hosts == {"node-a", "node-b", "node-c", "dcgm-node"}
 
         wait_for("Prometheus to scrape every exporter", all_hosts)
         yield server, exporters, ramp
@@ -85,6 +99,7 @@ def cluster(tmp_path_factory):
             e.stop()
         if server is not None:
             server.stop()
+        dcgm.stop()
 
 
 def _truth(ramp: Path, elapsed_s: float) -> int:
@@ -139,7 +154,7 @@ def test_hosts_processes_and_fields_come_through(cluster) -> None:
     by_host: dict[str, list] = {}
     for g in snap.gpus:
         by_host.setdefault(g.name.split("/")[0], []).append(g)
-    assert sorted(by_host) == ["node-a", "node-b", "node-c"]
+    assert sorted(by_host) == ["dcgm-node", "node-a", "node-b", "node-c"]
     assert [g.index for g in snap.gpus] == sorted(g.index for g in snap.gpus)
     # indices run host by host
     order = [g.name.split("/")[0] for g in snap.gpus]
@@ -153,6 +168,23 @@ def test_hosts_processes_and_fields_come_through(cluster) -> None:
     peak = json.loads(Path(server.data.parent / "estimate.json").read_text())["total_bytes"]
     assert {r["metric"]["pid"] for r in budgets} <= {"5100", "5200"} and budgets
     assert all(float(r["value"][1]) == peak for r in budgets)
+
+
+def test_a_plain_dcgm_exporter_reads_with_unknowns_as_na(cluster) -> None:
+    server, _, _ = cluster
+    snap = PrometheusBackend(server.url, parse_selector('{job="dcgm"}')).open().sample()
+    (g,) = snap.gpus
+    assert g.name == "dcgm-node/0 · A100-SXM4-80GB"
+    assert g.uuid == "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
+    assert g.state is GpuState.OK
+    assert g.memory.used_bytes == 30720 * MIB
+    assert g.memory.total_bytes == (30720 + 50201) * MIB       # no reserved counter
+    assert g.memory.reserved_bytes is None
+    assert (g.gpu_util_percent, g.temperature_c) == (87, 64)
+    # not exported by its default counters: n/a, never 0
+    assert g.power_w is None and g.pcie_tx_bytes_per_s is None and g.power_limit_w is None
+    assert g.memory_busy_percent is None
+    assert g.processes == () and "does not report processes" in g.processes_error
 
 
 def test_match_selects_hosts_and_a_bad_regex_is_refused(cluster) -> None:
@@ -176,7 +208,7 @@ def test_snapshot_command_reads_the_cluster(cluster) -> None:
                             timeout=60)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert len(doc["gpus"]) == 5
+    assert len(doc["gpus"]) == 5                        # the dcgm job is cluster=other
     assert all(g["state"] == "ok" for g in doc["gpus"])
 
 
@@ -190,7 +222,7 @@ def test_record_runs_the_advisor_over_the_cluster(cluster) -> None:
     docs = [json.loads(line) for line in result.stdout.splitlines()]
     ticks = [d for d in docs if d["schema"] == "gpuwatch.snapshot/1"]
     assert len(ticks) >= 3
-    assert all(len(t["gpus"]) == 5 for t in ticks)
+    assert all(len(t["gpus"]) == 6 for t in ticks)
     assert "Recorded" in result.stderr
 
 
