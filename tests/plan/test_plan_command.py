@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuwatch.plan.presets import PRESETS
-from tests.cli_support import run
+from tests.cli_support import run, run_captured
 
 GIB = 1 << 30
 
@@ -148,3 +150,19 @@ def test_the_published_lora_comparison_of_docs_plan_md(capsys):
     (one,) = [c for c in doc["configs"] if c["gpus"] == 1]
     assert one["step"]["bound"] == "compute"
     assert one["tokens_per_s_per_gpu"] == pytest.approx(12_473, rel=0.15)
+
+
+text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+               max_size=12)
+
+
+@given(st.sampled_from(["--efficiency", "--bandwidth-efficiency", "--dataset", "--sort",
+                        "--preset", "--batch", "--gpu"]), text)
+def test_any_value_of_a_plan_option_runs_or_exits_2(option, value):
+    code, out, err = run_captured(["plan", "--model", "gpt2", "--gpu", "T4", "--no-prices",
+                                   option, value] if option != "--gpu" else
+                                  ["plan", "--model", "gpt2", "--no-prices", option, value])
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    if code == 2:
+        assert out == "" and err.startswith(("gpuwatch plan: ", "usage:"))

@@ -174,6 +174,6 @@ def test_each_smaller_size_divides_the_effective_batch():
 
     adaptive = AdaptiveBatch(24, 24, memory=None, report=None)
     assert adaptive.run(step) == 24
-    # at most half each time, and a divisor of 24: 12, 6, then 3 (not 5, 4 is not ≤ 6/2)
+    # at most half the size each time, and a divisor of 24: 12, 6, then 3
     assert [c.micro_batch for c in adaptive.changes] == [12, 6, 3]
     assert (adaptive.micro_batch, adaptive.grad_accum) == (3, 8)
