@@ -255,6 +255,22 @@ def test_the_grafana_dashboard_queries_run_and_find_series(cluster) -> None:
                for e in empty), empty
 
 
+def test_the_documented_alert_rules_evaluate(cluster) -> None:
+    import re
+
+    from test_alert_rules import _rules
+
+    server, _, _ = cluster
+    exprs = re.findall(r"^\s+expr: (.+)$", _rules(), re.MULTILINE)
+    assert len(exprs) == 4
+    for expr in exprs:
+        server.query(expr)                  # a bad join or name: HTTP 400 here
+    # the budget join finds the linked processes (both below 110 % of their budget)
+    below = server.query("gpuwatch_process_memory_used_bytes <= on (Hostname, gpu, pid) "
+                         "group_left gpuwatch_process_budget_peak_bytes * 1.1")
+    assert {r["metric"]["pid"] for r in below} <= {"5100", "5200"} and below
+
+
 def test_a_target_that_dies_makes_its_host_unreachable(cluster) -> None:
     server, exporters, _ = cluster
     backend = PrometheusBackend(server.url).open()
