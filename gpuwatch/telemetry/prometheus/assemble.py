@@ -157,14 +157,15 @@ class Assembler:
                      for k in sorted(self._known.values()))
 
     def _learn(self, targets: dict[str, _Target]) -> None:
-        new: list[tuple[str, int | str, GpuKey, dict[str, Series], str]] = []
+        """Index the GPUs seen for the first time, host by host, by index on the host."""
+        new: list[tuple[str, str, GpuKey, dict[str, Series]]] = []
         for target, t in targets.items():
             for gpu, fields in t.gpus.items():
                 key = GpuKey(target, gpu)
-                if key not in self._known:
-                    order = int(gpu) if gpu.isdigit() else gpu
-                    new.append((t.host or "?", str(order).zfill(6), key, fields, gpu))
-        for host, _, key, fields, gpu in sorted(new, key=lambda item: item[:2]):
+                if key not in self._known:                      # "2" before "10"
+                    new.append((t.host or "?", gpu.zfill(12), key, fields))
+        for host, _, key, fields in sorted(new, key=lambda item: item[:2]):
+            gpu = key.gpu
             labels = next(iter(fields.values())).labels
             model = labels.get(n.MODEL, "").removeprefix("NVIDIA ") or "GPU"
             self._known[key] = Known(len(self._known), host, f"{host}/{gpu} · {model}",
