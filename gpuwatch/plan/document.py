@@ -102,6 +102,8 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
         },
         "reference": None if plan.reference is None else {
             "gpu": plan.reference.hardware.name, "gpus": plan.reference.gpus},
+        "beyond_one_node": [{"gpu": name, "min_gpus_zero3": n}
+                            for name, n in plan.beyond_node.items()],
         "levers": [{"change": lv.change, "saves_bytes": lv.saves_bytes,
                     "time_delta_s": lv.time_delta_s, "time_ratio": lv.time_ratio,
                     "why": lv.why} for lv in plan.levers],
@@ -168,6 +170,16 @@ def to_text(plan: Plan, sort: str = "time") -> str:
             f"{peak:>11}{(seconds(step.total_s) if step else '—'):>10}  "
             f"{(step.bound if step else '—'):<14}{rate(per):>14}")
     lines += [f"batch too small: {note}." for note in notes]
+    if plan.beyond_node:
+        needs = [f"{name} {n}" for name, n in plan.beyond_node.items() if n]
+        never = [name for name, n in plan.beyond_node.items() if not n]
+        if needs:
+            lines.append("Beyond one node (fewest GPUs under ZeRO-3 at micro-batch 1; the "
+                         "network between nodes is not planned): " + ", ".join(needs) + ".")
+        if never:
+            lines.append("Not even 4,096 GPUs under ZeRO-3 hold it on " + ", ".join(never)
+                         + ": what stays on each GPU (activations, the gathered layer) is "
+                           "too big; see the levers (checkpointing, a shorter sequence).")
     if plan.prices is not None:
         book = plan.prices
         lines += ["", f"Cloud ({book.source}, prices as of {book.as_of}, {book.currency}; "

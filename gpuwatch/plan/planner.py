@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuwatch.budget.estimator import Estimate
+from gpuwatch.budget.fit import min_gpus_zero3
 from gpuwatch.budget.specs import ModelSpec
 from gpuwatch.budget.workload import Setup, Workload
 from gpuwatch.plan.cloud import CloudFit, SpotAdvice, cloud_fits, spot_advice
@@ -41,6 +42,9 @@ class Plan:
     spot: SpotAdvice | None
     prices: PriceBook | None
     hardware: tuple[Hardware, ...]
+    # GPU name -> the fewest GPUs that hold the model under ZeRO-3 (None: not even 4096),
+    # for the GPUs where no planned count fits; training only
+    beyond_node: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def cheapest(self) -> CloudFit | None:
@@ -97,5 +101,24 @@ def make_plan(request: PlanInput, prices: PriceBook | None) -> Plan:
         one = cache.get(Layout(1, 1, 0), 1, 1)
         if one is not None:
             spot = spot_advice(_checkpoint_bytes(one), prices)
-    return Plan(request, configs, cloud, reference, levers, spot, prices, hardware)
+    return Plan(request, configs, cloud, reference, levers, spot, prices, hardware,
+                _beyond_node(request, cache, hardware, configs))
+
+
+def _beyond_node(request: PlanInput, cache: Estimates, hardware: tuple[Hardware, ...],
+                 configs: tuple[Config, ...]) -> dict[str, int | None]:
+    """For each GPU no planned count fits: how many it takes under ZeRO-3 at micro-batch
+    1 (the budget's bisection), which means more than one node."""
+    if request.workload.mode != "train":
+        return {}
+    one = cache.get(Layout(1, 1, 0), 1, 1)
+    if one is None:
+        return {}
+    totals: dict[int, int] = {}
+    out: dict[str, int | None] = {}
+    for hw in hardware:
+        if not any(c.fits for c in configs if c.hardware is hw):
+            out[hw.name] = min_gpus_zero3(request.spec, one, hw.gpu.memory_bytes,
+                                          totals=totals)
+    return out
 

@@ -166,3 +166,13 @@ def test_any_value_of_a_plan_option_runs_or_exits_2(option, value):
     assert "Traceback" not in err
     if code == 2:
         assert out == "" and err.startswith(("gpuwatch plan: ", "usage:"))
+
+
+def test_a_model_beyond_one_node_says_how_many_gpus_it_needs(capsys):
+    doc = plan_json(capsys, "--model", "llama-3.1-70b", "--precision", "mixed-bf16",
+                    "--batch", "8", "--seq", "4096", "--checkpointing", "full",
+                    "--gpu", "H100-80GB", "--no-prices")
+    assert not any(c["fits"] for c in doc["configs"])
+    (need,) = doc["beyond_one_node"]
+    # 70.6 B parameters × 16 bytes (mixed precision, AdamW) ≈ 1.13 TB: 14 × 80 GB and up
+    assert need["gpu"] == "H100-80GB" and 14 <= need["min_gpus_zero3"] <= 20
