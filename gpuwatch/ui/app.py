@@ -163,7 +163,8 @@ def launch(opts: LaunchOptions) -> int:
     app = application()
     settings = Settings(opts.settings_path)
     instance = SingleInstance(server_name(settings.path))
-    if opts.single_instance and not instance.claim("tray" if opts.tray else "show"):
+    token = os.environ.get("XDG_ACTIVATION_TOKEN", "")   # Wayland: the launcher's token
+    if opts.single_instance and not instance.claim("tray" if opts.tray else "show", token):
         backend.close()
         if not opts.tray:
             print("gpuwatch is already running: its window was brought forward.")
@@ -183,7 +184,7 @@ def launch(opts: LaunchOptions) -> int:
     session.bridge.snapshots.connect(recording.on_snapshots)
     session.start()
     tray = TrayController(window)
-    instance.activated.connect(lambda message: _second_launch(message, tray))
+    instance.activated.connect(lambda message, token: _second_launch(message, token, tray))
     window.preferences_changed.connect(lambda prefs: _apply_start_at_login(prefs, window))
     SystemThemeFollower(window)
     if not opts.tray:
@@ -207,10 +208,12 @@ def launch(opts: LaunchOptions) -> int:
         backend.close()
 
 
-def _second_launch(message: str, tray: TrayController) -> None:
+def _second_launch(message: str, token: str, tray: TrayController) -> None:
     """A second ``gpuwatch`` was started: bring this window forward (a login autostart,
-    "tray", asks for nothing)."""
+    "tray", asks for nothing). On Wayland, Qt activates with the launcher's token."""
     if message == "show":
+        if token:
+            os.environ["XDG_ACTIVATION_TOKEN"] = token
         tray.show_window()
 
 

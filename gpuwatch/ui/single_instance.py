@@ -5,6 +5,10 @@ says what it was asked for (``show`` brings the window forward; ``tray``, from a
 autostart, asks nothing) and exits, so there is never a second sampler or a second
 recorded session. ``snapshot``, ``record`` and ``gui --screenshot`` never take part.
 
+On Wayland a window may come forward only with an activation token from the launcher
+(xdg-activation): the second launch passes its ``XDG_ACTIVATION_TOKEN`` along, and the
+running window activates with it (Qt >= 6.5 reads that variable when it activates).
+
 The socket lives in ``$XDG_RUNTIME_DIR`` (private to the user), or in the temporary
 folder with the user id in its name. A socket left behind by a crash answers nobody, so
 it is removed and taken over; a lock file around the check keeps two launches started
@@ -25,6 +29,7 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 log = logging.getLogger(__name__)
 
 MESSAGES = ("show", "tray")
+MAX_TOKEN = 512          # an activation token is an opaque short string
 CONNECT_MS = 500         # a live instance accepts at once; a stale socket refuses at once
 ANSWER_MS = 5000         # how long a second launch waits for the running one to answer
 LOCK_MS = 10000
@@ -44,7 +49,8 @@ def server_name(settings_path: str) -> str:
 class SingleInstance(QObject):
     """Claims the instance, or hands the launch to the one that holds it."""
 
-    activated = Signal(str)          # a second launch's message: "show" or "tray"
+    activated = Signal(str, str)     # a second launch's message ("show" or "tray") and
+                                     # its activation token ("" if none)
 
     def __init__(self, name: str, parent: QObject | None = None):
         super().__init__(parent)
@@ -52,16 +58,19 @@ class SingleInstance(QObject):
         self.server: QLocalServer | None = None
         self.answer = ""             # what the running instance said (a second launch)
 
-    def claim(self, message: str = "show") -> bool:
+    def claim(self, message: str = "show", token: str = "") -> bool:
         """True: this process is now the instance. False: another one runs and was told
-        ``message``. Where the socket cannot be made, the window runs anyway (True)."""
+        ``message`` (with ``token``, the launcher's activation token, if any). Where the
+        socket cannot be made, the window runs anyway (True)."""
         if message not in MESSAGES:
             raise ValueError(f"unknown single-instance message {message!r}")
+        if len(token) > MAX_TOKEN or any(ch.isspace() or not ch.isprintable() for ch in token):
+            token = ""                   # not a token a compositor issued
         lock = QLockFile(self.name + ".lock")
         lock.setStaleLockTime(LOCK_MS * 3)
         locked = lock.tryLock(LOCK_MS)
         try:
-            if self._hand_over(message):
+            if self._hand_over(f"{message} {token}".strip()):
                 return False
             QLocalServer.removeServer(self.name)      # a crashed instance's socket
             server = QLocalServer(self)
@@ -109,15 +118,17 @@ class SingleInstance(QObject):
             if socket.bytesAvailable() > 64:        # not one of ours: no line ever comes
                 socket.abort()
             return
-        message = bytes(socket.readLine().data()).decode("utf-8", "replace").strip()
-        if message not in MESSAGES:
-            log.warning("single instance: ignored an unknown request %r", message[:40])
+        line = bytes(socket.readLine().data()).decode("utf-8", "replace").strip()
+        message, _, token = line.partition(" ")
+        if message not in MESSAGES or len(token) > MAX_TOKEN or " " in token:
+            log.warning("single instance: ignored an unknown request %r", line[:40])
             socket.abort()
             return
-        log.info("single instance: a second launch asked for %r", message)
+        log.info("single instance: a second launch asked for %r%s", message,
+                 " with an activation token" if token else "")
         socket.write(b"ok\n")
         socket.flush()
-        self.activated.emit(message)
+        self.activated.emit(message, token)
 
     def close(self) -> None:
         if self.server is not None:

@@ -52,12 +52,14 @@ def test_a_second_launch_raises_the_first_window_and_starts_nothing(tmp_path: Pa
                   "the first window to listen")
         _wait_for(lambda: len(list(sessions.glob("*.gpuwatch.sqlite"))) == 1,
                   "the first window's session")
-        second = subprocess.run([sys.executable, "-m", "gpuwatch", *args], env=env,
+        # launched from a Wayland desktop's menu: with the launcher's activation token
+        second = subprocess.run([sys.executable, "-m", "gpuwatch", *args],
+                                env=dict(env, XDG_ACTIVATION_TOKEN="kwin-4711_TIME123"),
                                 capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert second.returncode == 0, second.stderr
         assert "already running: its window was brought forward" in second.stdout
-        _wait_for(lambda: "a second launch asked for 'show'" in log.read_text(),
-                  "the first window to hear the second launch")
+        _wait_for(lambda: "a second launch asked for 'show' with an activation token"
+                  in log.read_text(), "the first window to hear the second launch")
         assert first.poll() is None                      # the first window runs on
         assert len(list(sessions.glob("*.gpuwatch.sqlite"))) == 1   # no second session
         # a login autostart (--tray) finds it running too, quietly
@@ -106,9 +108,9 @@ def test_the_running_instance_answers_a_second_one(qtbot, tmp_path: Path) -> Non
         client.connectToServer(name)
         assert client.waitForConnected(5000)
         with qtbot.waitSignal(first.activated, timeout=10000) as heard:
-            client.write(b"show\n")
+            client.write(b"show token-42\n")
             client.flush()
-        assert heard.args == ["show"]
+        assert heard.args == ["show", "token-42"]
         qtbot.waitUntil(lambda: client.bytesAvailable() > 0 or client.waitForReadyRead(10),
                         timeout=10000)
         assert bytes(client.readAll().data()) == b"ok\n"
@@ -122,6 +124,35 @@ def test_the_running_instance_answers_a_second_one(qtbot, tmp_path: Path) -> Non
             qtbot.wait(300)
     finally:
         first.close()
+
+
+def test_the_token_reaches_the_running_instance_and_a_bad_one_is_dropped(tmp_path: Path,
+                                                                          qapp) -> None:
+    """Two real processes: a child holds the instance and prints what it hears."""
+    name = str(tmp_path / "gpuwatch-test.sock")
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom PySide6.QtCore import QCoreApplication, QTimer\n"
+         "from gpuwatch.ui.single_instance import SingleInstance\n"
+         "app = QCoreApplication([])\n"
+         f"instance = SingleInstance({name!r})\nassert instance.claim()\n"
+         "print('ready', flush=True)\n"
+         "heard = []\n"
+         "def got(message, token):\n"
+         "    print(message, repr(token), flush=True)\n"
+         "    heard.append(message)\n"
+         "    if len(heard) == 2: QTimer.singleShot(0, app.quit)\n"
+         "instance.activated.connect(got)\napp.exec()\n"],
+        env=dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert SingleInstance(name).claim("show", "good-token") is False
+        assert SingleInstance(name).claim("tray", "bad token\nwith lines") is False
+        out, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert out.splitlines() == ["show 'good-token'", "tray ''"]
 
 
 def test_an_unknown_message_is_a_programming_error(tmp_path: Path, qapp) -> None:
