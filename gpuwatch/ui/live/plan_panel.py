@@ -285,6 +285,10 @@ class PlanPanel(QWidget):
             levers = ", ".join(f"{lv.change} (saves {format_bytes(lv.saves_bytes)}, "
                                f"time {lv.time_ratio - 1:+.0%})" for lv in plan.levers[:4])
             lines.append(f"<b>Levers, cheapest in time first:</b> {levers}.")
+        needs = [f"{name} {n}" for name, n in plan.beyond_node.items() if n]
+        if needs:
+            lines.append("<b>Beyond one node</b> (fewest GPUs under ZeRO-3): "
+                         + ", ".join(needs) + ".")
         lines.append("<b>The roofline ignores</b> " + "; ".join(IGNORES) + ".")
         self.advice.setHtml("<br>".join(lines))
 
