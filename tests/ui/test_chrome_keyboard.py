@@ -5,6 +5,7 @@ start, and empty states that say what is happening."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
@@ -13,7 +14,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuwatch.ui.live.window_chrome import INTERVALS_S, focus_ring_css, state_text
+from gpuwatch.ui.live.window_chrome import (
+    INTERVALS_S,
+    focus_ring_color,
+    focus_ring_css,
+    state_text,
+)
 from gpuwatch.ui.widgets import theme
 from tests.ui.conftest import feed
 
@@ -73,9 +79,27 @@ def test_every_control_has_an_accessible_name(make_window, scenario, qtbot) -> N
 def test_the_focused_widget_gets_a_ring() -> None:
     for colors in (theme.LIGHT, theme.DARK):
         css = focus_ring_css(colors)
-        for selector in ("QPushButton:focus", "QTableView:focus", "QCheckBox:focus"):
+        for selector in ("QPushButton:focus", "QListWidget:focus", "QCheckBox:focus"):
             assert selector in css
         assert "2px solid" in css
+
+
+def test_the_process_table_paints_its_focus_ring(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    shown(qtbot, window)
+    feed(window, scenario("workstation"), range(300, 302))
+    table = window.processes.table
+    ring = QColor(focus_ring_color(theme.colors()))
+
+    def corner() -> QColor:
+        return table.viewport().grab().toImage().pixelColor(1, table.viewport().height() - 2)
+
+    window.processes.filter.setFocus()
+    qtbot.waitUntil(lambda: not table.hasFocus())
+    assert corner() != ring
+    table.setFocus()
+    qtbot.waitUntil(table.hasFocus)
+    assert corner() == ring
 
 
 def test_paused_means_the_plots_and_both_say_so(make_window, scenario, qtbot) -> None:

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QPointF, QRect, QSize, Qt
+from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QColor,
+    QFocusEvent,
     QFont,
     QFontMetrics,
     QPainter,
     QPaintEvent,
     QPalette,
+    QPen,
     QPolygonF,
     QStaticText,
 )
@@ -39,6 +41,7 @@ from gpuwatch.ui.live.process_model import (
     NUMERIC,
     ProcessModel,
 )
+from gpuwatch.ui.live.window_chrome import focus_ring_color
 from gpuwatch.ui.widgets import theme
 
 PADDING = 4          # px between a cell's edge and its text
@@ -178,6 +181,25 @@ class ProcessTable(QTableView):
             "memory, running time, container and command. Arrow keys move between rows; "
             "Tab leaves the table.")
 
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        self.viewport().update()
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self.viewport().update()
+
+    def _paint_focus_ring(self) -> None:
+        """The keyboard focus ring, inside the viewport's edge (see ``focus_ring_css``)."""
+        if not self.hasFocus():
+            return
+        p = QPainter(self.viewport())
+        pen = QPen(QColor(focus_ring_color(theme.colors())), 2)
+        pen.setJoinStyle(Qt.PenJoinStyle.MiterJoin)
+        p.setPen(pen)
+        p.drawRect(QRectF(self.viewport().rect()).adjusted(1, 1, -1, -1))
+        p.end()
+
     def set_empty_text(self, text: str) -> None:
         if text != self.empty_text:
             self.empty_text = text
@@ -198,12 +220,16 @@ class ProcessTable(QTableView):
         if not isinstance(model, ProcessModel):
             super().paintEvent(event)
             return
+        if model.rowCount() == 0:
+            self._paint_empty()
+        else:
+            self._paint_rows(event, model)
+        self._paint_focus_ring()
+
+    def _paint_rows(self, event: QPaintEvent, model: ProcessModel) -> None:
         rows = model.rowCount()
         viewport = self.viewport()
         area = event.rect()
-        if rows == 0:
-            self._paint_empty()
-            return
         if area.isEmpty():
             return
         first = self.rowAt(area.top())

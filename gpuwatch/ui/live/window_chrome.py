@@ -94,13 +94,19 @@ def state_text(sampling: str, samples: int, plots_live: bool) -> str:
     return f"{sampling}{paused} · {plural(samples, 'sample')}"
 
 
+def focus_ring_color(c: theme.Colors) -> str:
+    return "#6ea8fe" if c.dark else "#1d5fbf"
+
+
 def focus_ring_css(c: theme.Colors) -> str:
-    """A 2-px ring in the highlight colour on whatever has the keyboard focus."""
-    ring = "#6ea8fe" if c.dark else "#1d5fbf"
+    """A 2-px ring in the link colour on whatever has the keyboard focus. Not for the
+    process table, which paints its own: a stylesheet border on it makes every new
+    sample repaint the table's frame and every panel around it."""
+    ring = focus_ring_color(c)
     return f"""
 QPushButton:focus {{ border: 2px solid {ring}; border-radius: 3px; padding: 3px 9px; }}
 QPushButton:checked:focus {{ border: 2px solid {c.text}; }}
-QTableView:focus, QListWidget:focus, QTreeWidget:focus {{ border: 2px solid {ring}; }}
+QListWidget:focus, QTreeWidget:focus {{ border: 2px solid {ring}; }}
 QCheckBox:focus {{ border: 1px dotted {ring}; }}
 QTabBar::tab:focus {{ border: 2px solid {ring}; }}
 """
