@@ -40,13 +40,12 @@ class Series(NamedTuple):
 
 
 def _value(pair: Any) -> tuple[float, float | None]:
-    if not isinstance(pair, list) or len(pair) != 2:
+    if type(pair) is not list or len(pair) != 2:
         raise ResponseError("a sample must be [timestamp, \"value\"]")
     stamp, text = pair
-    if isinstance(stamp, bool) or not isinstance(stamp, int | float) \
-            or not math.isfinite(stamp):
+    if type(stamp) not in (int, float) or not math.isfinite(stamp):
         raise ResponseError("a sample's timestamp must be a number")
-    if not isinstance(text, str) or len(text) > 64:
+    if type(text) is not str or len(text) > 64:
         raise ResponseError("a sample's value must be a short string")
     try:
         value = float(text)
@@ -56,10 +55,10 @@ def _value(pair: Any) -> tuple[float, float | None]:
 
 
 def _labels(metric: Any) -> dict[str, str]:
-    if not isinstance(metric, dict):
+    if type(metric) is not dict:
         raise ResponseError("a series' metric must be an object of labels")
     for key, value in metric.items():
-        if not isinstance(value, str) or len(key) > MAX_LABEL_CHARS \
+        if type(value) is not str or len(key) > MAX_LABEL_CHARS \
                 or len(value) > MAX_LABEL_CHARS:
             raise ResponseError("labels must be short strings")
     return metric
@@ -91,7 +90,7 @@ def parse_response(body: bytes | str) -> list[Series]:
         raise ResponseError("the answer's result is not a list")
     series = []
     for item in result:
-        if not isinstance(item, dict):
+        if type(item) is not dict:
             raise ResponseError("a series must be an object")
         stamp, value = _value(item.get("value"))
         series.append(Series(_labels(item.get("metric", {})), stamp, value))
