@@ -104,7 +104,10 @@ def explain(
             "32-bit CSR indices and a 1-bit mask)"
         )
     if s.lora_rank and train:
-        f["parameters"] += f" + LoRA rank {s.lora_rank} adapters ({_num(est.trainable_params)})"
+        f["parameters"] += (
+            f" + LoRA rank {s.lora_rank} adapters on {s.lora_targets} "
+            f"({_num(est.trainable_params)}, fp32)"
+        )
     f["parameters"] += _sharding(est, "weights")
     if s.zero == 3:
         f["parameters"] += " + two gathered layers (current and prefetched)"
@@ -115,7 +118,7 @@ def explain(
 
     if train:
         who = "LoRA adapter" if s.lora_rank else "trainable"
-        gb = 4 if s.lora_rank and not p.name.startswith(("mixed", "bf16", "fp16")) else p.grad_bytes
+        gb = 4 if s.lora_rank else p.grad_bytes  # PEFT keeps adapters in fp32
         f["gradients"] = f"{_num(est.trainable_params)} {who} params × {gb:g} B" + _sharding(
             est, "grads"
         )
@@ -146,19 +149,28 @@ def explain(
             )
             text += ", fp32 residual)" if p.residual_bytes == 4 and p.act_bytes == 2 else ")"
             if s.checkpointing == "full":
-                text += "; full recompute keeps each layer's input + one layer re-run"
+                text += ("; full recompute keeps each layer's input, and re-runs one layer "
+                         "after the loss backward")
             elif s.checkpointing == "selective":
                 text += "; selective recompute drops the a·s² scores"
             elif not s.flash_attention:
                 text += " + a·s² attention scores"
             else:
                 text += "; fused attention keeps O(s) statistics"
+            if s.lora_rank:
+                text += "; the frozen base keeps no inputs for its weights"
             if d.loss_bytes:
-                text += f" + logits and loss b·s·V ({format_bytes(d.loss_bytes)})"
+                text += (
+                    f" + the loss backward, 12 B per logit b·s·V "
+                    f"({format_bytes(d.loss_bytes)}; "
+                    + ("the loop holds the logits too)" if s.keep_logits
+                       else "the logits are freed first, --keep-logits holds them)")
+                )
             if p.name.startswith("amp"):
                 text += " + autocast's 16-bit weight copies"
         else:
-            text = f"largest layer's transient for a prefill of b={b}, s={seq}"
+            text = (f"largest layer's transient for a prefill of b={b}, s={seq}"
+                    + ("" if s.flash_attention else ", eager scores live at once"))
         f["activations"] = text
     elif train:
         f["activations"] = _cnn_formula(spec, est, p)
