@@ -3,6 +3,7 @@ finds there, and a clean uninstall."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -168,3 +169,27 @@ def test_bad_arguments_exit_2_and_say_why(tmp_path: Path, args: list[str], messa
     run = _install(_home(tmp_path), *args)
     assert run.returncode == 2
     assert message in run.stderr
+
+
+def test_glib_and_gtk_resolve_the_installed_entry_name_and_icon(tmp_path: Path,
+                                                                 x_display) -> None:
+    """GLib's GDesktopAppInfo (GNOME Shell's application list) finds the entry by its
+    desktop id with its name and icon; GTK's icon theme finds the icon's files."""
+    env = _home(tmp_path)
+    env.update(x_display)
+    program = str(GPUWATCH) if GPUWATCH.exists() else "/bin/true"
+    assert _install(env, "--exec", program).returncode == 0
+    run = subprocess.run([sys.executable, str(ROOT / "tests/packaging/xdg_lookup.py"),
+                          "gpuwatch.desktop"], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)
+    if found.get("error") == "no libgio-2.0":
+        pytest.skip("needs GLib's libgio (apt install libglib2.0-0)")
+    data = Path(env["XDG_DATA_HOME"])
+    assert found["file"] == str(data / "applications" / "gpuwatch.desktop")
+    assert (found["name"], found["icon"], found["shown_in_menus"]) == ("gpuwatch", "gpuwatch",
+                                                                       True)
+    assert found["commandline"] == f"{program} gui"
+    if "gtk_icon_files" in found:                        # GTK 3 is installed here
+        for size, path in found["gtk_icon_files"].items():
+            assert path == str(data / f"icons/hicolor/{size}x{size}/apps/gpuwatch.png")
