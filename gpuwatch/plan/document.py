@@ -35,6 +35,7 @@ def _step(s: StepTime | None) -> dict[str, Any] | None:
             "communication_bytes": int(s.comm_bytes),
             "link_bytes_per_s": int(s.link_bytes_per_s),
             "offload_s": s.offload_s, "offload_bytes": int(s.offload_bytes),
+            "prefill_s": s.prefill_s,
             "compute_format": s.precision_format}
 
 

@@ -147,6 +147,18 @@ def micro_step(spec: ModelSpec, est: Estimate) -> MicroStep:
     return MicroStep(flops / tp, float(moved), batch, tokens)
 
 
+def prefill_flops(spec: ModelSpec, est: Estimate) -> float:
+    """Inference: the forward pass over the prompt (``seq`` tokens of each sequence of the
+    batch) that fills the KV cache before decoding starts, on one GPU. 0 for CNNs and
+    training."""
+    wl = est.workload
+    if wl.mode != "infer" or not isinstance(spec, TransformerSpec):
+        return 0.0
+    s = sequence(spec, est)
+    flops = 2.0 * matmul_params(spec) * wl.batch * s + attention_flops(spec, wl.batch, s, s)
+    return flops / est.setup.tp
+
+
 def optimizer_bytes(est: Estimate) -> float:
     """Once per optimizer step: states read and written, gradients read, weights (and
     fp32 master weights, counted among the states) read and written. Offloaded

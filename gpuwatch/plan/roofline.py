@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from gpuwatch.budget.estimator import Estimate
 from gpuwatch.budget.precision import get_precision
 from gpuwatch.budget.specs import ModelSpec, TransformerSpec
-from gpuwatch.plan.flops import micro_step, optimizer_bytes, sequence
+from gpuwatch.plan.flops import micro_step, optimizer_bytes, prefill_flops, sequence
 from gpuwatch.plan.hardware import Hardware
 
 DEFAULT_TRAIN_EFFICIENCY = 0.5  # of the dense peak: large transformer training reaches 40–60 %
@@ -60,6 +60,7 @@ class StepTime:
     optimizer_s: float = 0.0  # the optimizer's pass over its states
     offload_bytes: float = 0.0  # over PCIe to and from CPU memory, per GPU
     offload_s: float = 0.0
+    prefill_s: float = 0.0  # inference: the prompt's forward pass, before decoding
 
     @property
     def total_s(self) -> float:
@@ -168,4 +169,7 @@ def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
         optimizer_s=optimizer_s,
         offload_bytes=host,
         offload_s=host / hw.sheet.pcie_bytes_per_s,
+        prefill_s=max(prefill_flops(spec, est) / flops_s,
+                      est.breakdown.parameters / bytes_s) * accum
+        if est.workload.mode == "infer" and isinstance(spec, TransformerSpec) else 0.0,
     )

@@ -127,3 +127,15 @@ def test_offloading_adds_its_pcie_traffic():
     # and the weights come up for the forward and the backward pass of each micro-batch
     assert tp.offload_bytes == N * 4 + 2 * 2 * N * 2
     assert tp.total_s == pytest.approx(tp.busy_s + tp.comm_s + tp.offload_s)
+
+
+def test_inference_reports_the_prompt_prefill_apart_from_the_decoding_step():
+    e = estimate(TINY, Workload("infer", batch=4, seq=16, context=32), Setup(precision="bf16"))
+    hw = hardware_for("H100-80GB")
+    eff = Efficiency(compute=0.5, bandwidth=0.8)
+    t = step_time(TINY, e, hw, 1, eff, 1)
+    flops = 2 * N * 4 * 16 + 4 * 4 * 16 * 16 * 64 * 2  # the prompt's forward pass
+    assert t.prefill_s == pytest.approx(max(flops / (989.4e12 * 0.5),
+                                            e.breakdown.parameters / (3.35e12 * 0.8)))
+    assert t.total_s == pytest.approx(t.micro_s)  # the decoding step alone
+    assert step_time(TINY, est(Setup(precision="bf16")), hw, 1, eff, 1).prefill_s == 0
