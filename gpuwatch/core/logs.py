@@ -9,7 +9,6 @@ everything the file gets with ``--verbose``. Help → About shows where it is.
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,10 +59,12 @@ def setup_logging(verbose: bool = False, to_file: bool = True, folder: Path | No
     path: Path | None = None
     problem = None
     if to_file:
+        from logging.handlers import RotatingFileHandler  # ~10 ms: only runs with a file
+
         path = (folder or state_dir()) / FILE_NAME
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            file_handler = logging.handlers.RotatingFileHandler(
+            file_handler = RotatingFileHandler(
                 path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
         except OSError as exc:
             problem = f"cannot write the log file {path}: {exc.strerror or exc}"
