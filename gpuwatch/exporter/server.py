@@ -7,8 +7,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import start_http_server
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import PlatformCollector, ProcessCollector, start_http_server
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpuwatch.exporter.families import DEFAULT_TOP_PROCESSES, Families
@@ -24,8 +24,8 @@ class SnapshotCollector(Collector):
         self.top = top
 
     def collect(self) -> Iterator[Metric]:
-        samples = GaugeMetricFamily("gpuwatch_exporter_samples",
-                                    "Samples taken since the exporter started.")
+        samples = CounterMetricFamily("gpuwatch_exporter_samples",
+                                      "Samples taken since the exporter started.")
         samples.add_metric([], float(self.state.samples))
         yield samples
         view = self.state.view
@@ -39,4 +39,8 @@ def serve_metrics(address: ListenAddress, collector: SnapshotCollector,
     """Start the HTTP server on its own thread; (server, thread)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
+    # the exporter's own CPU, memory and Python version (process_*, python_info), as
+    # every Prometheus exporter offers
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
     return start_http_server(address.port, addr=address.host, registry=registry)

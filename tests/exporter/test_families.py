@@ -138,7 +138,7 @@ def test_the_collector_runs_the_advisor_and_links_budgets_by_command_line() -> N
         state.on_snapshot(backend.sample())
     backend.close()
     metrics = {m.name: m.samples for m in collector.collect()}
-    assert metrics["gpuwatch_exporter_samples"][0].value == 5
+    assert metrics["gpuwatch_exporter_samples"][0].value == 5       # a counter: _total
     (peak,) = metrics[n.PROCESS_BUDGET]
     assert peak.labels["pid"] == "1001" and peak.value == 20 << 30
     assert all(math.isfinite(s.value) for samples in metrics.values() for s in samples)
