@@ -22,11 +22,12 @@ for _ in range(steps):
 ``run`` calls the step with the current micro-batch and accumulation. An
 out-of-memory error inside it is caught, the caches freed, the micro-batch lowered to
 the next divisor of the effective batch at most half its size (accumulation raised to
-match) and the step retried. After ``grow_after`` steps in a row whose peak memory,
-scaled to the next larger micro-batch, stays below ``headroom`` of the capacity, the
-micro-batch goes up one divisor; a size that failed is not tried again for
-``cooldown`` steps. Every change is logged (logger ``gpuwatch.probe.adaptive``) and
-reported to gpuwatch in the probe document of the attached probe (``adaptive_batch``).
+match) and the step retried. After ``grow_after`` steps in a row whose memory (CUDA:
+what the caching allocator holds after the step), scaled to the next larger
+micro-batch, stays below ``headroom`` of the capacity, the micro-batch goes up one
+divisor; a size that failed is not tried again for ``cooldown`` steps. Every change is
+logged (logger ``gpuwatch.probe.adaptive``) and reported to gpuwatch in the probe
+document of the attached probe (``adaptive_batch``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from gpuwatch.probe.batch_search import _release, is_out_of_memory
 T = TypeVar("T")
 LOG = logging.getLogger("gpuwatch.probe.adaptive")
 
-# () -> (peak bytes used during the last step, capacity bytes), or None when unknown
+# () -> (bytes the last steps needed, capacity bytes), or None when unknown
 MemorySource = Callable[[], tuple[int, int] | None]
 Reporter = Callable[[dict[str, Any]], None]
 
@@ -58,15 +59,21 @@ class BatchChange:
 
 
 def cuda_memory() -> tuple[int, int] | None:
-    """The CUDA allocator's peak since the last call and the device's total memory."""
+    """What PyTorch's caching allocator holds after the step, and the device's memory.
+
+    The cache keeps the segments a step needed until they are emptied (as they are
+    after each out-of-memory error), so the reserved figure is the recent steps' working
+    set. Peak counters are left alone: the probe publishes them, and resetting them
+    here would rewrite what gpuwatch shows.
+    """
     import torch
 
     if not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return None
-    peak = int(torch.cuda.max_memory_reserved())
-    total = int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
-    torch.cuda.reset_peak_memory_stats()
-    return peak, total
+    device = torch.cuda.current_device()
+    reserved = int(torch.cuda.memory_reserved(device))
+    total = int(torch.cuda.get_device_properties(device).total_memory)
+    return reserved, total
 
 
 def divisors(n: int) -> list[int]:
