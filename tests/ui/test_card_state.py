@@ -38,7 +38,9 @@ def test_lost_wording_says_how_long_ago() -> None:
 
 def test_links_share_their_unit_when_compact() -> None:
     assert link_text("PCIe", 1.8e9, 1.9e9, True) == "PCIe ↓1.8 ↑1.9 GB/s"
-    assert link_text("PCIe", 1.8e9, 6.4e8, True) == "PCIe ↓1.8 GB/s ↑640 MB/s"
+    assert link_text("PCIe", 1.8e9, 6.4e8, True) == "PCIe ↓1.8 ↑0.6 GB/s"
+    assert link_text("NVLink", 2.17e11, 2.2e11, True) == "NVLink ↓217 ↑220 GB/s"
+    assert link_text("PCIe", 0.0, 0.0, True) == "PCIe ↓0 ↑0 B/s"
     assert link_text("NVLink", 1.8e9, 1.9e9, False) == "NVLink ↓ 1.8 GB/s  ↑ 1.9 GB/s"
 
 

@@ -88,16 +88,17 @@ def metric_texts(g: GpuSample, compact: bool = False) -> tuple[str, str, str, st
 
 
 def link_text(name: str, rx: float | None, tx: float | None, compact: bool) -> str:
-    """"PCIe ↓ 1.8 GB/s  ↑ 644 MB/s"; compact, the unit said once where both share it
-    ("PCIe ↓1.8 ↑1.9 GB/s")."""
+    """"PCIe ↓ 1.8 GB/s  ↑ 644 MB/s"; compact, both in the larger one's unit, said once:
+    "PCIe ↓1.8 ↑0.6 GB/s"."""
     down, up = format_rate(rx), format_rate(tx)
     if not compact:
         return f"{name} ↓ {down}  ↑ {up}"
-    down_n, _, down_unit = down.partition(" ")
-    up_n, _, up_unit = up.partition(" ")
-    if down_unit == up_unit and down_unit:
-        return f"{name} ↓{down_n} ↑{up_n} {down_unit}"
-    return f"{name} ↓{down} ↑{up}"
+    if rx is None or tx is None:
+        return f"{name} ↓{down} ↑{up}"
+    unit = format_rate(max(rx, tx)).rpartition(" ")[2]          # "GB/s"
+    factor = SIZE_UNITS.get(unit.removesuffix("/s").upper(), 1)
+    digits = 0 if factor == 1 or max(rx, tx) / factor >= 100 else 1
+    return f"{name} ↓{rx / factor:.{digits}f} ↑{tx / factor:.{digits}f} {unit}"
 
 
 def vitals_runs(g: GpuSample, thresholds: Thresholds, compact: bool = False) -> list[Run]:

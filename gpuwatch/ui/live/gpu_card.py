@@ -77,6 +77,7 @@ class GpuCard(CardFrame):
         self._probe_key: tuple | None = None          # what the probe legend shows now
         self._described: tuple | None = None
         self._compact = False
+        self._metrics_of: tuple[GpuSample, Thresholds] | None = None
         self._ticks_key: tuple | None = None
         self._metrics_of: tuple[GpuSample, Thresholds] | None = None
 
@@ -120,15 +121,12 @@ class GpuCard(CardFrame):
         usage.setSpacing(8)
         usage.addWidget(self.used)
         usage.addWidget(self.spark, 1)
-        metrics = QGridLayout()
+        self._metrics = metrics = QGridLayout()
         metrics.setHorizontalSpacing(16)
         metrics.setVerticalSpacing(2)
-        metrics.addWidget(self.busy, 0, 0)
-        metrics.addWidget(self.bandwidth, 0, 1)
-        metrics.addWidget(self.util, 1, 0)
-        metrics.addWidget(self.pcie, 1, 1)
-        metrics.addWidget(self.nvlink, 2, 1)
-        metrics.setColumnStretch(1, 1)     # the short figures' column takes what they need
+        metrics.setColumnStretch(0, 1)
+        metrics.setColumnStretch(1, 1)
+        self._place_metrics()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(4)
@@ -366,11 +364,29 @@ class GpuCard(CardFrame):
                                                units))
         self.budget.show()
 
+    def _place_metrics(self) -> None:
+        """Two columns of figures; on a narrow card the links take whole rows (their
+        two directions need the width) and the bandwidth estimate is left to the memory
+        busy figure's tooltip."""
+        grid, compact = self._metrics, self._compact
+        for w in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
+            grid.removeWidget(w)
+        if compact:
+            places = ((self.util, 0, 0, 1), (self.busy, 0, 1, 1), (self.pcie, 1, 0, 2),
+                      (self.nvlink, 2, 0, 2))
+        else:
+            places = ((self.busy, 0, 0, 1), (self.bandwidth, 0, 1, 1), (self.util, 1, 0, 1),
+                      (self.pcie, 1, 1, 1), (self.nvlink, 2, 1, 1))
+        for w, row, col, span in places:
+            grid.addWidget(w, row, col, 1, span)
+        self.bandwidth.setVisible(not compact and self.state is GpuState.OK)
+
     def resizeEvent(self, event: object) -> None:
         super().resizeEvent(event)   # type: ignore[arg-type]
         compact = self.width() < self.COMPACT_BELOW
         if compact != self._compact:
             self._compact = compact
+            self._place_metrics()
             if self._metrics_of is not None and self.state is GpuState.OK:
                 self._show_metrics(*self._metrics_of)
 
@@ -378,7 +394,7 @@ class GpuCard(CardFrame):
         self._metrics_of = (g, thresholds)
         compact = self._compact
         busy, bandwidth, util, pcie, nvlink = card_texts.metric_texts(g, compact)
-        self.busy.set(busy, card_texts.BUSY_TIP)
+        self.busy.set(busy, card_texts.BUSY_TIP + (f"\n\n{bandwidth}" if compact else ""))
         self.bandwidth.set(bandwidth, card_texts.BANDWIDTH_TIP)
         self.util.set(util, card_texts.UTIL_TIP)
         self.pcie.set(pcie, card_texts.PCIE_TIP)
