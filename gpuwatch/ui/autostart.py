@@ -31,10 +31,11 @@ def launch_command() -> list[str]:
     """How to start this same gpuwatch again, as an argument list."""
     if getattr(sys, "frozen", False):
         return [os.path.abspath(sys.executable)]
-    script = shutil.which("gpuwatch")
-    here = Path(sys.executable).resolve().parent
-    if script and Path(script).resolve().parent == here:
-        return [str(Path(script).absolute())]        # the script beside this Python
+    # the script beside this Python (a venv's bin: not resolved, its python is a link)
+    here = Path(os.path.abspath(sys.executable)).parent
+    script = shutil.which("gpuwatch", path=str(here))
+    if script:
+        return [os.path.abspath(script)]
     return [os.path.abspath(sys.executable), "-m", "gpuwatch"]
 
 

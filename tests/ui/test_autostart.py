@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,8 +77,11 @@ def test_the_default_command_runs_this_gpuwatch(config) -> None:
     args = unquote_exec(exec_value(path.read_text()))
     assert args[-2:] == ["gui", "--tray"]
     assert Path(args[0]).is_absolute() and Path(args[0]).exists()
-    if len(args) == 5:
-        assert args[1:3] == ["-m", "gpuwatch"]
+    beside = Path(sys.executable).parent / "gpuwatch"
+    if beside.exists():                        # a venv or pip install: its script
+        assert args == [str(beside), "gui", "--tray"]
+    else:
+        assert args[1:] == ["-m", "gpuwatch", "gui", "--tray"]
 
 
 def test_off_removes_the_entry_and_a_desktop_switch_counts_as_off(config) -> None:
