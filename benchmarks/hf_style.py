@@ -197,7 +197,8 @@ class GPT2LM(nn.Module):
         self.ln_f = nn.LayerNorm(s.hidden)
 
     def body(self, ids, cache=None):
-        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
+        inputs_embeds = self.wte(ids)  # GPT2Model.forward keeps it referenced throughout
+        x = inputs_embeds + self.wpe(torch.arange(ids.shape[1], device=ids.device))
         x = F.dropout(x, self.s.dropout, self.training)
         for blk in self.h:
             x = checkpointed(blk, x, cache) if self.training and self.gc else blk(x, cache)
@@ -270,7 +271,8 @@ class LlamaLM(nn.Module):
         self.lm_head = None if s.tied_embeddings else nn.Linear(s.hidden, s.vocab, bias=False)
 
     def body(self, ids, cache=None):
-        x = self.embed_tokens(ids)
+        inputs_embeds = self.embed_tokens(ids)  # LlamaModel.forward keeps it referenced
+        x = inputs_embeds
         t, d = ids.shape[1], self.s.d
         inv = 1.0 / (10000 ** (torch.arange(0, d, 2, device=ids.device).float() / d))
         freqs = torch.outer(torch.arange(t, device=ids.device).float(), inv)

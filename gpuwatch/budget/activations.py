@@ -203,7 +203,8 @@ def inference_activations(
 ) -> float:
     """The transient peak of one layer during a prefill of ``s`` tokens (nothing is saved).
 
-    The layer's input stays referenced by the model's loop while the layer runs. The
+    The embedding output stays referenced by the model's forward (HF's
+    ``inputs_embeds``), the layer's input by the model's loop while the layer runs. The
     attention phase holds the norm output, the projections, the kernel's output and,
     eager, the scores: the raw scores and their scaled copy (2 × 16 bits), or, where the
     softmax runs in fp32 (HF's Llama family, autocast), the 16-bit scores, their fp32
@@ -227,5 +228,6 @@ def inference_activations(
     held = 2 if spec.fused_qkv else 1  # norm output (+ GPT-2's attention output)
     mlp = 2 * r * h + e * h * held + e * mlp_live * spec.ffn_size * spec.experts_per_token
     per_layer = max(b * s * attn + scores, b * s * mlp) / opt.tp
+    per_layer += e * b * s * h  # the embedding output, which the model keeps referenced
     logits = (e + 4) * b * spec.vocab if spec.arch == "decoder" else 0  # last position
     return per_layer + logits

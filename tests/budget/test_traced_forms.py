@@ -156,14 +156,16 @@ def test_eager_inference_bytes_per_score(spec, precision, per_score):
     assert eager < per_score * scores * 1.1  # + the b·s·h tensors of the attention phase
 
 
-def test_sdpa_inference_holds_the_layer_input_the_residual_and_the_norm_output():
+def test_sdpa_inference_holds_the_embeddings_layer_input_residual_and_norm_output():
     p = get_precision("bf16")
     h, f, b, s = LLAMA.hidden, LLAMA.ffn_size, 4, 1024
     got = inference_activations(LLAMA, p, FLASH, b, s)
     logits = (2 + 4) * b * LLAMA.vocab
-    assert got == b * s * (2 * 2 * h + 2 * h + 2 * 3 * f) + logits
+    embeddings = 2 * b * s * h  # HF's inputs_embeds, referenced throughout the forward
+    assert got == b * s * (2 * 2 * h + 2 * h + 2 * 3 * f) + embeddings + logits
     gpt2 = inference_activations(GPT2, p, FLASH, b, s)  # + the attention output, gelu_new
-    assert gpt2 == b * s * (2 * 2 * 768 + 2 * 2 * 768 + 2 * 4 * 3072) + logits / 32000 * 50257
+    assert gpt2 == b * s * (2 * 2 * 768 + 2 * 2 * 768 + 2 * 4 * 3072) + 2 * b * s * 768 \
+        + logits / 32000 * 50257
 
 
 def test_adafactor_factors_a_kernels_last_two_dimensions():
