@@ -132,18 +132,23 @@ class PrometheusServer:
 
 
 class StaticTarget:
-    """A scrape target answering fixed text, like an exporter that is not gpuwatch's."""
+    """An HTTP server answering fixed text to any GET or POST: a scrape target that is not
+    gpuwatch's exporter, or a server whose every query gets the same answer."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, content_type: str = "text/plain; version=0.0.4"):
         body = text.encode()
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.do_GET()
 
             def log_message(self, *args: Any) -> None:
                 pass
