@@ -45,13 +45,16 @@ CHOICE_FLAGS = {
     "--checkpointing": ["none", "selective", "full", "some"],
     "--offload": ["optimizer", "params", "disk"],
     "--kv-precision": ["fp8", "int4", "fp64"],
-    "--gpu": ["A100", "H100", "RTX-4090", "T4", "Z9000"],
+    "--gpu": ["A100", "H100", "RTX-4090", "T4", "Z9000", "A100-40GB"],
     "--teacher": ["gpt2", "resnet-50", "vit-b-16", "nope"],
+    "--lora-targets": ["q,v", "all-linear", "attention", "mlp", "q_proj,o_proj", "x", "",
+                       ",", "q,,v"],
+    "--optimizer-step": ["foreach", "fused", "for-loop", ""],
 }
 NUMBER_FLAGS = ["--batch", "--seq", "--grad-accum", "--context", "--zero", "--dp", "--tp",
-                "--pp", "--lora", "--sparsity", "--image"]
+                "--pp", "--lora", "--sparsity", "--image", "--dropout-mask-bytes"]
 SIZE_FLAGS = ["--capacity", "--overhead"]
-SWITCHES = ["--fit", "--sequence-parallel", "--no-flash-attention"]
+SWITCHES = ["--fit", "--sequence-parallel", "--no-flash-attention", "--keep-logits"]
 
 
 
@@ -84,6 +87,8 @@ GOOD = {
     "--optimizer": ["adamw", "sgd"], "--checkpointing": ["none", "full"],
     "--offload": ["optimizer"], "--kv-precision": ["fp8"], "--gpu": ["A100-80GB", "RTX-4090"],
     "--teacher": ["gpt2"],
+    "--lora-targets": ["q,v", "all-linear"], "--optimizer-step": ["foreach", "fused"],
+    "--dropout-mask-bytes": ["1", "4"],
 }
 
 
