@@ -58,12 +58,21 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> tuple[Climb | None
     s = ctx.settings
     w = ctx.gpu_window(gpu.index, s.trend_window_s)
     t, used = w["timestamp_s"], w["used_bytes"]
+    total = gpu.memory.total_bytes or 0
+    tie = s.trend_tie_fraction * total
+    # The cheapest of the tests below first, as most samples fail it (memory flat, or
+    # a steady sawtooth): a current climb's newest quarter tops every earlier peak.
+    newest_s = s.trend_recent_s / 4
+    newest = t >= t[-1] - newest_s if t.size else t.astype(bool)
+    if newest.all() or not newest.any():
+        return None, None
+    top, before = _peak(used[newest]), _peak(used[~newest])
+    if top is None or before is None or top - before < tie:
+        return None, None
     bt, by = bucket_extremes(t, used, s.trend_bucket_s, "max")
     if by.size == 0:
         return None, None
     latest = float(by[-1])
-    total = gpu.memory.total_bytes or 0
-    tie = s.trend_tie_fraction * total
     bar = s.trend_keep_tau if active else s.trend_min_tau
     trend = theil_sen(bt, by, tie=tie)
     if (trend is None or trend.span_s < s.trend_min_span_s or trend.slope <= 0
@@ -85,13 +94,8 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> tuple[Climb | None
     # …and the newest quarter of them tops every earlier peak by about what that rate
     # says (half of it; a quarter to stay open, so a climb that slows down keeps its
     # hint): a climb that levelled off, such as the end of a warm-up, falls short at once.
-    newest_s = s.trend_recent_s / 4
-    newest = t >= t[-1] - newest_s
-    if newest.all() or not newest.any():
-        return None, latest
-    top, before = _peak(used[newest]), _peak(used[~newest])
     share = 0.25 if active else 0.5
-    if top is None or before is None or top - before < max(tie, share * line.slope * newest_s):
+    if top - before < share * line.slope * newest_s:
         return None, latest
     return Climb(line.slope, trend.span_s, trend.tau), latest
 
