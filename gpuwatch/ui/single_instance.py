@@ -35,6 +35,20 @@ ANSWER_MS = 5000         # how long a second launch waits for the running one to
 LOCK_MS = 10000
 
 
+def valid_token(token: str) -> bool:
+    """An activation token as compositors issue them: short, printable, no spaces."""
+    return len(token) <= MAX_TOKEN and all(ch.isprintable() and not ch.isspace()
+                                           for ch in token)
+
+
+def parse_request(line: str) -> tuple[str, str] | None:
+    """``"show"``, ``"tray"`` or either with `` TOKEN``: (message, token), else None."""
+    message, _, token = line.strip().partition(" ")
+    if message not in MESSAGES or not valid_token(token):
+        return None
+    return message, token
+
+
 def server_name(settings_path: str) -> str:
     """The socket's path for this user and settings file: one window per settings
     store (a window on a scratch configuration never hands over to the user's)."""
@@ -64,7 +78,7 @@ class SingleInstance(QObject):
         socket cannot be made, the window runs anyway (True)."""
         if message not in MESSAGES:
             raise ValueError(f"unknown single-instance message {message!r}")
-        if len(token) > MAX_TOKEN or any(ch.isspace() or not ch.isprintable() for ch in token):
+        if not valid_token(token):
             token = ""                   # not a token a compositor issued
         lock = QLockFile(self.name + ".lock")
         lock.setStaleLockTime(LOCK_MS * 3)
@@ -118,12 +132,13 @@ class SingleInstance(QObject):
             if socket.bytesAvailable() > 64:        # not one of ours: no line ever comes
                 socket.abort()
             return
-        line = bytes(socket.readLine().data()).decode("utf-8", "replace").strip()
-        message, _, token = line.partition(" ")
-        if message not in MESSAGES or len(token) > MAX_TOKEN or " " in token:
+        line = bytes(socket.readLine().data()).decode("utf-8", "replace")
+        request = parse_request(line)
+        if request is None:
             log.warning("single instance: ignored an unknown request %r", line[:40])
             socket.abort()
             return
+        message, token = request
         log.info("single instance: a second launch asked for %r%s", message,
                  " with an activation token" if token else "")
         socket.write(b"ok\n")

@@ -140,3 +140,24 @@ def test_any_command_reads_back_unchanged(command: list[str]) -> None:
     text = autostart.entry_text(command)
     assert unquote_exec(exec_value(text)) == [*command, "gui", "--tray"]
     assert text.count("\n") == 10             # no argument breaks a line
+
+
+@given(st.binary(max_size=400))
+def test_any_entry_file_reads_as_on_or_off(tmp_path_factory, data: bytes) -> None:
+    folder = tmp_path_factory.mktemp("config")
+    (folder / "autostart").mkdir()
+    (folder / "autostart" / "gpuwatch.desktop").write_bytes(data)
+    import os
+
+    old = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(folder)
+    try:
+        on = autostart.is_enabled()
+    finally:
+        if old is None:
+            del os.environ["XDG_CONFIG_HOME"]
+        else:
+            os.environ["XDG_CONFIG_HOME"] = old
+    assert isinstance(on, bool)
+    if b"Hidden" not in data and b"Autostart-enabled" not in data:
+        assert on                  # the file is there and nothing switched it off

@@ -12,9 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from PySide6.QtNetwork import QLocalSocket
 
-from gpuwatch.ui.single_instance import SingleInstance, server_name
+from gpuwatch.ui.single_instance import (
+    SingleInstance,
+    parse_request,
+    server_name,
+    valid_token,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,3 +165,19 @@ def test_the_token_reaches_the_running_instance_and_a_bad_one_is_dropped(tmp_pat
 def test_an_unknown_message_is_a_programming_error(tmp_path: Path, qapp) -> None:
     with pytest.raises(ValueError, match="unknown single-instance message"):
         SingleInstance(str(tmp_path / "x.sock")).claim("quit")
+
+
+@given(st.text(max_size=80))
+def test_any_request_line_is_understood_or_refused(line: str) -> None:
+    request = parse_request(line)
+    if request is not None:
+        message, token = request
+        assert message in ("show", "tray") and valid_token(token)
+        assert line.strip() == f"{message} {token}".strip()
+
+
+@given(st.sampled_from(["show", "tray"]),
+       st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_what_a_second_launch_sends_reads_back(message: str, token: str) -> None:
+    sent = f"{message} {token if valid_token(token) else ''}".strip()
+    assert parse_request(sent + "\n") == (message, token if valid_token(token) else "")
