@@ -154,7 +154,7 @@ _series = st.builds(
         {"__name__": metric, "job": job, "instance": f"{host}:9400", "Hostname": host,
          **({"gpu": gpu} if gpu is not None else {}), **({"pid": pid} if pid else {})},
         1.0, value),
-    st.sampled_from(n.READ_METRICS), st.sampled_from(["gw", "dcgm"]),
+    st.sampled_from((n.UP, *n.READ_METRICS)), st.sampled_from(["gw", "dcgm"]),
     st.sampled_from(["a", "b", "c"]), st.none() | st.sampled_from(["0", "1", "x"]),
     st.none() | st.sampled_from(["1", "42", "other", "-3", "99999999999"]),
     st.none() | st.floats(-1e12, 1e15, allow_nan=False))

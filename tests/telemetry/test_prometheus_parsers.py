@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuwatch.telemetry.prometheus.backend import query_for
+from gpuwatch.telemetry.prometheus.backend import gpu_selector, query_for
 from gpuwatch.telemetry.prometheus.response import (
     QueryRefused,
     ResponseError,
@@ -54,11 +54,15 @@ def test_any_text_parses_or_is_refused_with_a_reason(text: str) -> None:
 def test_a_value_cannot_escape_into_the_query(ms: list[Matcher]) -> None:
     """Whatever the values hold (quotes, braces, PromQL), the query keeps one selector
     whose matchers are exactly the ones given."""
-    query = query_for(tuple(ms))
-    assert query.startswith('{__name__=~"') and query.endswith("}")
-    inner = query[1:-1]
-    _names, _, rest = inner.partition(",")
+    selector = gpu_selector(tuple(ms))
+    assert selector.startswith('{__name__=~"') and selector.endswith("}")
+    _names, _, rest = selector[1:-1].partition(",")
     assert parse_selector(rest) == tuple(ms)
+    assert query_for(tuple(ms)) == f"{selector} or up{{{rest}}} == 0"
+
+
+def test_the_query_without_matchers() -> None:
+    assert query_for(()).endswith('"} or up == 0')
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -26,11 +26,19 @@ class PrometheusUnavailableError(NvmlUnavailableError):
     exit code 1 and this reason."""
 
 
-def query_for(matchers: tuple[Matcher, ...]) -> str:
-    """One selector for every metric the source reads, narrowed by ``matchers``."""
+def gpu_selector(matchers: tuple[Matcher, ...]) -> str:
+    """One selector for every GPU metric the source reads, narrowed by ``matchers``."""
     names = "|".join(n.READ_METRICS)
     extra = render(matchers)
     return f'{{__name__=~"{names}"{"," + extra if extra else ""}}}'
+
+
+def query_for(matchers: tuple[Matcher, ...]) -> str:
+    """The tick's query: the GPU series, and the targets whose scrape fails (only those:
+    a Prometheus that also scrapes a thousand other exporters answers no more for it)."""
+    extra = render(matchers)
+    up = f"{n.UP}{{{extra}}}" if extra else n.UP
+    return f"{gpu_selector(matchers)} or {up} == 0"
 
 
 class PrometheusBackend:

@@ -55,7 +55,8 @@ HINTS_OPEN = "gpuwatch_hints_open"
 OTHER_PID = "other"       # the pid label of the bucket that sums the processes past the top N
 OTHER_NAME = "(other processes)"
 
-# One query reads all of these (and ``up``, to tell a down target from a quiet one).
-READ_METRICS = (UP, *DCGM_METRICS, GPU_TOTAL, GPU_POWER_LIMIT, GPU_PEAK_BANDWIDTH,
+# One query reads all of these, and ``up`` where it is 0 (to tell a target whose scrape
+# fails from one gone from Prometheus).
+READ_METRICS = (*DCGM_METRICS, GPU_TOTAL, GPU_POWER_LIMIT, GPU_PEAK_BANDWIDTH,
                 GPU_READABLE, PROCESS_USED,
                 ALLOC_ALLOCATED, ALLOC_RESERVED, ALLOC_INACTIVE)
