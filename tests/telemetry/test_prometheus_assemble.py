@@ -112,6 +112,9 @@ def test_hosts_come_from_hostname_or_the_instance() -> None:
     assert host_of({"instance": "10.0.0.1:9400"}) == "10.0.0.1"
     assert host_of({"instance": "[fd00::1]:9400"}) == "fd00::1"
     assert host_of({"instance": "gpu-7"}) == "gpu-7"
+    assert host_of({}) == "?"
+    hostile = host_of({"Hostname": "\x1b]0;owned\x07" + "h" * 500})
+    assert hostile.startswith("\\x1b]0;owned\\x07") and len(hostile) <= 64
 
 
 def test_the_advisor_runs_on_the_series_and_an_unreachable_host_is_no_oom() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from gpuwatch.core.probe_format import AllocatorFacts, ProbeReport
+from gpuwatch.core.safe_text import clip
 from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo, ProcessSample
 from gpuwatch.telemetry.prometheus import names as n
 from gpuwatch.telemetry.prometheus.response import Series
@@ -27,6 +28,7 @@ from gpuwatch.telemetry.prometheus.response import Series
 NO_PROCESSES = ("this host's exporter does not report processes (plain dcgm-exporter); "
                 "run `gpuwatch serve` there to see them")
 UNKNOWN_MEMORY = MemoryInfo(None, None, None, None)
+NAME_CHARS = 64
 _ALLOCATOR = {n.ALLOC_ALLOCATED: "allocated_bytes", n.ALLOC_RESERVED: "reserved_bytes",
               n.ALLOC_INACTIVE: "inactive_split_bytes"}
 
@@ -49,14 +51,16 @@ def target_of(labels: dict[str, str]) -> str:
 
 
 def host_of(labels: dict[str, str]) -> str:
-    """The host a series is from: dcgm-exporter's Hostname label, else the instance's host."""
+    """The host a series is from: dcgm-exporter's Hostname label, else the instance's host.
+    Labels are anyone's text: controls are shown escaped and the name is clipped."""
     host = labels.get(n.HOSTNAME)
-    if host:
-        return host
-    instance = labels.get(n.INSTANCE, "")
-    if instance.startswith("["):                      # [::1]:9400
-        return instance[1:].partition("]")[0] or "?"
-    return instance.rpartition(":")[0] if instance.count(":") == 1 else (instance or "?")
+    if not host:
+        instance = labels.get(n.INSTANCE, "")
+        if instance.startswith("["):                      # [::1]:9400
+            host = instance[1:].partition("]")[0]
+        else:
+            host = instance.rpartition(":")[0] if instance.count(":") == 1 else instance
+    return clip(host, NAME_CHARS) or "?"
 
 
 def _bytes(value: float | None, scale: float = 1.0) -> int | None:
@@ -167,7 +171,7 @@ class Assembler:
         for host, _, key, fields in sorted(new, key=lambda item: item[:2]):
             gpu = key.gpu
             labels = next(iter(fields.values())).labels
-            model = labels.get(n.MODEL, "").removeprefix("NVIDIA ") or "GPU"
+            model = clip(labels.get(n.MODEL, "").removeprefix("NVIDIA "), NAME_CHARS) or "GPU"
             self._known[key] = Known(len(self._known), host, f"{host}/{gpu} · {model}",
                                      labels.get(n.UUID) or None)
 
@@ -216,9 +220,11 @@ def _process(s: Series, gpu_index: int) -> ProcessSample | None:
     pid = labels.get("pid", "")
     if not pid.isdigit() or not 0 < int(pid) < 1 << 32:
         return None            # the "other" bucket: counted in the GPU's memory, no row
-    return ProcessSample(int(pid), gpu_index, _bytes(s.value), name=labels.get("name") or None,
-                         user=labels.get("user") or None,
-                         container=labels.get("container") or None)
+    # raw like names read from /proc (whoever shows them escapes them), only shortened
+    return ProcessSample(int(pid), gpu_index, _bytes(s.value),
+                         name=labels.get("name", "")[:NAME_CHARS] or None,
+                         user=labels.get("user", "")[:NAME_CHARS] or None,
+                         container=labels.get("container", "")[:NAME_CHARS] or None)
 
 
 def _probes(targets: dict[str, _Target], now_s: float) -> tuple[ProbeReport, ...]:
