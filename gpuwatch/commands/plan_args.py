@@ -56,5 +56,6 @@ def declare(p: argparse.ArgumentParser) -> None:
                    help="samples (sequences or images) in one epoch, for cost per epoch "
                         "(default: the preset's data set, else none)")
     g.add_argument("--sort", default="time", metavar="KEY",
-                   help="order of the table: time (step time), cost (cost per step) or "
+                   help="order of the table: time (step time), cost (cost per step; "
+                        "configurations without a priced instance follow, by time) or "
                         "memory (peak per GPU) (default %(default)s)")
