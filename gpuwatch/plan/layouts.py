@@ -1,10 +1,12 @@
-"""Each catalog GPU at 1, 2, 4 and 8 per node, in the parallel layout that fits fastest.
+"""Each catalog GPU at 1, 2, 4 and 8 per node, in the simplest layout that fits and runs
+(nearly) fastest.
 
 The global batch is the user's (``batch × grad_accum × dp``): every configuration does
 the same work per step, so their step times and costs compare. A layout splits it over
 its data-parallel replicas; each runs the largest micro-batch that fits (the budget's
-solver) and accumulates the rest. Layouts tried for n GPUs: data parallel with the
-lowest ZeRO stage that fits (training), and tensor parallel of 2, 4 or 8 — only inside
+solver) and accumulates the rest; replicas never outnumber the global batch. Layouts
+tried for n GPUs: data parallel with each ZeRO stage (training), and tensor parallel of
+2, 4 or 8 — only inside
 one NVLink or Infinity Fabric domain, and only where it divides the heads — with data
 parallel over the rest; of the layouts within 2 % of the fastest, the simplest is shown.
 Pipeline parallelism is not tried (its bubbles are outside a roofline).
