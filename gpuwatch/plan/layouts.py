@@ -6,9 +6,9 @@ the same work per step, so their step times and costs compare. A layout splits i
 its data-parallel replicas; each runs the largest micro-batch that fits (the budget's
 solver) and accumulates the rest; replicas never outnumber the global batch. Layouts
 tried for n GPUs: data parallel with each ZeRO stage (training), and tensor parallel of
-2, 4 or 8 — only inside
-one NVLink or Infinity Fabric domain, and only where it divides the heads — with data
-parallel over the rest; of the layouts within 2 % of the fastest, the simplest is shown.
+2, 4 or 8 — only inside one NVLink or Infinity Fabric domain, and only where it divides
+the heads — with data parallel over the rest; of the layouts within 2 % of the fastest,
+the simplest is shown.
 Pipeline parallelism is not tried (its bubbles are outside a roofline).
 """
 
