@@ -6,6 +6,7 @@ Its options are declared in :mod:`gpuwatch.commands.serve_args`.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -49,7 +50,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
     backend = open_backend(options.source_options(args, loop=True))
     state = ExporterState(budgets)
-    hostname = args.hostname or backend.info.hostname or "localhost"
+    # as dcgm-exporter names the host: NODE_NAME (a Kubernetes node), else the host name
+    hostname = (args.hostname or os.environ.get("NODE_NAME") or backend.info.hostname
+                or "localhost")
     collector = SnapshotCollector(state, hostname, args.top_processes)
     try:
         server, _ = serve_metrics(address, collector)

@@ -54,8 +54,9 @@ def declare(p: argparse.ArgumentParser) -> None:
                    help="allow --listen on an address other machines can reach (the "
                         "endpoint has no authentication; default: loopback only)")
     p.add_argument("--hostname", metavar="NAME",
-                   help="the Hostname label on every series (default: this machine's "
-                        "host name)")
+                   help="the Hostname label on every series (default: $NODE_NAME where "
+                        "set, as on a Kubernetes node, else this machine's host name, as "
+                        "dcgm-exporter does)")
     p.add_argument("--top-processes", type=top_processes, default=8, metavar="N",
                    help="series for the N processes using the most memory on each GPU; "
                         "the rest are summed under pid=\"other\" (1 to "

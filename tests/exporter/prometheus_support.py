@@ -63,7 +63,7 @@ def http_get(url: str, timeout_s: float = 5.0) -> bytes:
 
 @dataclass
 class Exporter:
-    host: str
+    host: str | None
     port: int
     process: subprocess.Popen
     started_at_s: float                     # wall time before it was started
@@ -86,13 +86,17 @@ class Exporter:
                 self.process.wait()
 
 
-def start_exporter(host: str, demo: str, *extra: str, interval_s: float = 0.5) -> Exporter:
+def start_exporter(host: str | None, demo: str, *extra: str, interval_s: float = 0.5,
+                   env: dict[str, str] | None = None) -> Exporter:
+    """`gpuwatch serve --demo DEMO` on a free loopback port, labelled ``host`` (None: the
+    exporter's own choice), once it answers with GPU series."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     started = time.time()
+    named = ["--hostname", host] if host is not None else []
     process = subprocess.Popen(
         [sys.executable, "-m", "gpuwatch", "serve", "--demo", demo, "--listen",
-         f"127.0.0.1:{port}", "--hostname", host, "--interval", str(interval_s), *extra],
+         f"127.0.0.1:{port}", *named, "--interval", str(interval_s), *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     exporter = Exporter(host, port, process, started)
 
