@@ -49,7 +49,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from gpuwatch.telemetry.source import open_backend
 
     backend = open_backend(options.source_options(args, loop=True))
-    state = ExporterState(budgets)
+    state = ExporterState(budgets, lambda exc: print(
+        f"gpuwatch: the advisor failed on a sample (the readings are still served): "
+        f"{exc!r}", file=sys.stderr, flush=True))
     # as dcgm-exporter names the host: NODE_NAME (a Kubernetes node), else the host name
     hostname = (args.hostname or os.environ.get("NODE_NAME") or backend.info.hostname
                 or "localhost")
@@ -71,7 +73,8 @@ def run_serve(args: argparse.Namespace) -> int:
               f"http://{address}/metrics (Hostname={hostname}); Ctrl-C stops", flush=True)
         while not stop.wait(0.5):
             if not sampler.running:
-                break
+                print("gpuwatch: sampling stopped; the endpoint closes", file=sys.stderr)
+                return 1
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -8,7 +8,7 @@ a slow scrape never holds up sampling and never sees half an update.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpuwatch.advisor import Advisor, LinkedBudget
@@ -26,20 +26,31 @@ class View:
 
 
 class ExporterState:
-    def __init__(self, budgets: Sequence[BudgetRule] = ()):
+    def __init__(self, budgets: Sequence[BudgetRule] = (),
+                 on_error: Callable[[Exception], None] | None = None):
         self.history = History()
         self.advisor = Advisor()
         self.budgets = tuple(budgets)
         self.samples = 0
+        self.advisor_failures = 0
+        self._on_error = on_error
         self._view: View | None = None
         self._lock = threading.Lock()
 
     def on_snapshot(self, snap: Snapshot) -> None:
-        """Called on the sampler thread for every sample."""
-        self._link(snap)
+        """Called on the sampler thread for every sample. The GPUs are published even
+        when the advisor fails on a sample: the endpoint keeps its readings."""
         self.history.append(snap)
-        self.advisor.update(self.history)
-        view = View(snap, tuple(self.advisor.active), self.advisor.links)
+        try:
+            self._link(snap)
+            self.advisor.update(self.history)
+            hints, links = tuple(self.advisor.active), self.advisor.links
+        except Exception as exc:          # a bug in a rule must not end the exporter
+            self.advisor_failures += 1
+            if self._on_error is not None:
+                self._on_error(exc)
+            hints, links = (), {}
+        view = View(snap, hints, links)
         with self._lock:
             self._view = view
             self.samples += 1

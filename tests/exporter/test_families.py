@@ -158,3 +158,20 @@ def test_a_lost_gpu_keeps_only_its_readable_series_at_zero() -> None:
     assert readable == {"0": 1.0, "1": 0.0}
     for name in (n.FB_USED, n.FB_FREE, n.GPU_UTIL, n.GPU_TOTAL):
         assert {s.labels["gpu"] for s in metrics[name]} == {"0"}, name    # no fake zeros
+
+
+def test_the_readings_are_served_when_the_advisor_fails() -> None:
+    class Broken:          # an advisor whose rule raises
+        def update(self, history):
+            raise RuntimeError("a rule broke")
+
+    failures = []
+    state = ExporterState(on_error=failures.append)
+    state.advisor = Broken()
+    backend = sim_backend(make_scenario(), 10.0).open()
+    state.on_snapshot(backend.sample())
+    backend.close()
+    assert state.view is not None and state.view.hints == ()
+    assert state.advisor_failures == 1 and str(failures[0]) == "a rule broke"
+    metrics = {m.name: m.samples for m in SnapshotCollector(state, "h").collect()}
+    assert metrics[n.FB_USED]
