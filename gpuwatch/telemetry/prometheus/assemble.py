@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import NamedTuple
 
 from gpuwatch.core.probe_format import AllocatorFacts, ProbeReport
@@ -60,7 +61,13 @@ def host_of(labels: dict[str, str]) -> str:
             host = instance[1:].partition("]")[0]
         else:
             host = instance.rpartition(":")[0] if instance.count(":") == 1 else instance
-    return clip(host, NAME_CHARS) or "?"
+    return _shown(host) or "?"
+
+
+@lru_cache(maxsize=1024)
+def _shown(text: str) -> str:
+    """``text`` with controls escaped and clipped; cached, as every series repeats it."""
+    return clip(text, NAME_CHARS)
 
 
 def _bytes(value: float | None, scale: float = 1.0) -> int | None:
@@ -171,7 +178,7 @@ class Assembler:
         for host, _, key, fields in sorted(new, key=lambda item: item[:2]):
             gpu = key.gpu
             labels = next(iter(fields.values())).labels
-            model = clip(labels.get(n.MODEL, "").removeprefix("NVIDIA "), NAME_CHARS) or "GPU"
+            model = _shown(labels.get(n.MODEL, "").removeprefix("NVIDIA ")) or "GPU"
             self._known[key] = Known(len(self._known), host, f"{host}/{gpu} · {model}",
                                      labels.get(n.UUID) or None)
 
