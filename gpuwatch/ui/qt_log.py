@@ -9,6 +9,10 @@ from PySide6.QtCore import QMessageLogContext, QtMsgType, qInstallMessageHandler
 
 log = logging.getLogger("gpuwatch.qt")
 
+# Qt's offscreen platform says this whenever a window's minimum size changes: noise about
+# a feature it lacks (the screenshot run drops it too), kept for --verbose only.
+NOISE = frozenset({"This plugin does not support propagateSizeHints()"})
+
 _LEVELS = {
     QtMsgType.QtDebugMsg: logging.DEBUG,
     QtMsgType.QtInfoMsg: logging.INFO,
@@ -21,7 +25,8 @@ _LEVELS = {
 def _handler(kind: QtMsgType, context: QMessageLogContext, message: str) -> None:
     category = context.category if context is not None and context.category else ""
     prefix = f"{category}: " if category and category != "default" else ""
-    log.log(_LEVELS.get(kind, logging.WARNING), "%s%s", prefix, message)
+    level = logging.DEBUG if message in NOISE else _LEVELS.get(kind, logging.WARNING)
+    log.log(level, "%s%s", prefix, message)
 
 
 def route_qt_messages() -> None:

@@ -81,6 +81,35 @@ def test_a_second_launch_raises_the_first_window_and_starts_nothing(tmp_path: Pa
     assert not list((tmp_path / "run").glob("*.sock"))   # the socket goes with the window
 
 
+def test_after_a_crash_the_next_launch_opens_the_window(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    log = tmp_path / "state" / "gpuwatch" / "gpuwatch.log"
+    args = ("gui", "--demo", "workstation", "--interval", "0.5")
+    crashed = _gpuwatch(env, *args)
+    try:
+        sessions = tmp_path / "data" / "sessions"
+        _wait_for(lambda: log.is_file() and "listening on" in log.read_text(),
+                  "the first window to listen")
+        _wait_for(lambda: len(list(sessions.glob("*.gpuwatch.sqlite"))) == 1,
+                  "the first window's session")
+        crashed.kill()                       # SIGKILL: the socket file stays behind
+        crashed.wait(60)
+        assert list((tmp_path / "run").glob("*.sock"))
+        again = _gpuwatch(env, *args)
+        try:
+            _wait_for(lambda: log.read_text().count("listening on") == 2,
+                      "the next window to take the socket over")
+            _wait_for(lambda: len(list(sessions.glob("*.gpuwatch.sqlite"))) == 2,
+                      "the next window's own session")
+            assert again.poll() is None      # it runs: it did not hand over to a corpse
+        finally:
+            again.send_signal(signal.SIGTERM)
+            _out, err = again.communicate(timeout=120)
+        assert again.returncode == 0, err
+    finally:
+        crashed.kill()
+
+
 def test_a_window_on_other_settings_is_another_instance(tmp_path: Path) -> None:
     assert server_name(str(tmp_path / "a.ini")) != server_name(str(tmp_path / "b.ini"))
     assert server_name(str(tmp_path / "a.ini")) == server_name(str(tmp_path / "a.ini"))
