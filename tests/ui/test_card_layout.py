@@ -82,6 +82,11 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
         assert card.percent.font_pixel_size() > biggest
         assert card.free.font_pixel_size() > biggest
         assert not card.nvlink.isHidden() and "NVLink" in card.nvlink.text()
+        assert card.title.width() >= card.title.minimumWidth() > 0   # "GPU 3" stays whole
+        columns = card.spark.columns()                 # laid out after the samples came
+        known = [i for i, y in enumerate(columns.tolist()) if y >= 0]
+        assert columns.size == card.spark.width() - 2
+        assert len(known) >= 5 and known[-1] >= columns.size - 3     # the newest at the right
     assert cards[3].badge.text() == "CRITICAL" and cards[5].badge.text() == "WARNING"
 
 

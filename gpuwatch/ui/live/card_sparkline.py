@@ -41,6 +41,7 @@ class Sparkline(QWidget):
         # the buckets so far: (width, first bucket, peaks, seen, ring, rows, newest time)
         self._buckets: tuple | None = None
         self._guides: tuple[float, ...] = ()
+        self._source: tuple[Ring | None, float] = (None, 0.0)
         self._faded = False
         self._image: tuple[tuple, QImage, np.ndarray] | None = None   # (key, image, pixels)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -56,6 +57,12 @@ class Sparkline(QWidget):
     def minimumSizeHint(self) -> QSize:
         return QSize(24, self.HEIGHT)
 
+    def resizeEvent(self, event: object) -> None:
+        """New columns for the new width, from the last data (not the next sample)."""
+        ring, now_s = self._source
+        if ring is not None:
+            self.update_from(ring, now_s)
+
     def set_guides(self, fractions: tuple[float, ...]) -> None:
         if fractions != self._guides:
             self._guides = fractions
@@ -70,6 +77,7 @@ class Sparkline(QWidget):
     def update_from(self, ring: Ring | None, now_s: float) -> None:
         """Take the newest ``span_s`` of ``ring`` up to ``now_s``; repaints only when a
         column's pixel changed (or the width did)."""
+        self._source = (ring, now_s)
         w = max(0, self.width() - 2)
         total = None if ring is None else ring.last("total_bytes")
         if ring is None or w < 4 or not len(ring) or not total:

@@ -15,8 +15,10 @@ emits :attr:`activated`. Every part repaints only when what it shows changed.
 
 from __future__ import annotations
 
+import math
+
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gpuwatch.core.hints import Severity
@@ -107,6 +109,10 @@ class GpuCard(CardFrame):
         self._plain = (self.title, self.vitals, self.used)
         self._colors_key: tuple | None = None
 
+        bold = QFont(self.title.font())
+        bold.setBold(True)        # "GPU 3" stays whole beside a badge; the name and vitals give way
+        self.title.setMinimumWidth(math.ceil(
+            QFontMetricsF(bold).horizontalAdvance(f"GPU {index}")) + 2)
         top = QHBoxLayout()
         top.setSpacing(6)
         top.addWidget(self.title, 1)
