@@ -45,7 +45,7 @@ except ImportError:  # pragma: no cover
     sys.exit(0)
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from cnn_style import VGG16, ResNet50
+from cnn_style import VGG16, ResNet50, UNet
 from hf_style import GPT2LM, BertMLM, CausalLM, LlamaLM, ViTClassifier, add_lora
 
 from gpuwatch.budget import Setup, TransformerSpec, Workload, estimate, lookup_model
@@ -76,6 +76,7 @@ class Case:
     lora_targets: str = "q,v"
     keep_logits: bool = False
     flash: bool = True
+    diffusion: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -91,6 +92,10 @@ def _optimizer(case: Case, params: list[nn.Parameter]) -> list[torch.optim.Optim
 
 
 def _batch(case: Case):
+    if case.diffusion:  # SD 1.5: a latent, a timestep, 77 text tokens; the noise as target
+        side = case.image // 8
+        return ((torch.randn(case.batch, 4, side, side), torch.rand(case.batch) * 1000,
+                 torch.randn(case.batch, 77, 768)), torch.randn(case.batch, 4, side, side))
     if case.image:
         return torch.randn(case.batch, 3, case.image, case.image), torch.randint(
             0, 1000, (case.batch,))
@@ -99,13 +104,16 @@ def _batch(case: Case):
 
 
 class Classifier(nn.Module):
-    def __init__(self, model):
+    """An image model and its loss: cross-entropy over classes, or a diffusion model's
+    mean squared error to the noise."""
+
+    def __init__(self, model, mse: bool = False):
         super().__init__()
-        self.model = model
+        self.model, self.mse = model, mse
 
     def forward(self, x, y):
         out = self.model(x)
-        return F.cross_entropy(out, y), out
+        return (F.mse_loss(out, y) if self.mse else F.cross_entropy(out, y)), out
 
 
 class scalars_of_fakes:
@@ -142,7 +150,7 @@ def trace_train(case: Case) -> dict[str, int]:
     with FakeTensorMode():
         inner = built(case, DTYPE[case.precision])
         inner.gc = case.checkpointing == "full"
-        model = Classifier(inner) if case.image else CausalLM(
+        model = Classifier(inner, case.diffusion) if case.image else CausalLM(
             inner, shift=case.spec.arch == "decoder")
         trainable = [p for p in model.parameters() if p.requires_grad]
         masters = ([nn.Parameter(p.detach().float()) for p in trainable]
@@ -301,6 +309,9 @@ def cases() -> list[Case]:
         spec = lookup_model(name, (128, 128))
         for opt in ("momentum", "adafactor"):
             out.append(Case(f"{name} {opt} fp32", spec, build, 16, image=128, optimizer=opt))
+    unet = lookup_model("sd15-unet", (512, 512))
+    out.append(Case("sd15-unet fp32 eager", unet, UNet, 1, image=512, diffusion=True,
+                    flash=False))
     return out
 
 

@@ -207,7 +207,7 @@ def cnn_inference_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: 
     return wl.batch * peak
 
 
-def cnn_backward_grads(spec: CnnSpec, p: Precision, wl: Workload) -> float:
+def cnn_backward_grads(spec: CnnSpec, p: Precision, wl: Workload, flash: bool = True) -> float:
     """The gradients alive beyond the saved activations at the backward pass's peak.
 
     Backward runs the table from the last layer: each layer's gradients appear while its
@@ -216,11 +216,20 @@ def cnn_backward_grads(spec: CnnSpec, p: Precision, wl: Workload) -> float:
     activations, so the peak comes when the late layers' gradients exist and nearly all
     activations are still held.
     """
+    e, r = p.act_bytes, p.residual_bytes
+    if flash:
+        score_bytes, fused_bytes, stats_bytes = 0.0, float(e), 4.0
+    else:
+        score_bytes, fused_bytes, stats_bytes = _score_bytes(p), 0.0, 0.0
     grads = freed = extra = 0.0
-    for layer in reversed(spec.layers):
-        grads += layer.params * p.grad_bytes
+    for x in reversed(spec.layers):
+        grads += x.params * p.grad_bytes
         extra = max(extra, grads - freed)
-        freed += wl.batch * (layer.saved_elements * p.act_bytes + layer.index_elements * 8)
+        freed += wl.batch * (
+            x.saved_elements * e + x.index_elements * 8 + x.wide * r
+            + (x.cast * e if r != e else 0) + x.scores * score_bytes + x.fused * fused_bytes
+            + x.stats * stats_bytes
+        )
     return extra
 
 
@@ -353,7 +362,7 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     elif workload.grad_accum > 1:
         grads_bwd = grads
     elif isinstance(spec, CnnSpec):
-        grads_bwd = min(grads, cnn_backward_grads(spec, p, workload))
+        grads_bwd = min(grads, cnn_backward_grads(spec, p, workload, setup.flash_attention))
     else:
         head = max((g.numel for g in spec.param_groups() if not g.per_layer), default=0)
         grads_bwd = 0.0 if setup.lora_rank else min(grads, head * p.grad_bytes / setup.tp)
