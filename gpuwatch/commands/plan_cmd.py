@@ -91,7 +91,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[Any, str]:
 
         gpus = (hardware_for(args.gpu).name,)
     prices = None if args.no_prices else read_prices(args.prices)
-    request = PlanInput(spec, wl, setup, efficiency, dataset, gpus)
+    request = PlanInput(spec, wl, setup, efficiency, dataset, gpus, preset=preset)
     return make_plan(request, prices), args.sort
 
 

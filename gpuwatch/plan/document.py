@@ -8,6 +8,7 @@ from typing import Any
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.core.units import format_bytes
 from gpuwatch.plan.cloud import CloudFit
+from gpuwatch.plan.hardware import Hardware
 from gpuwatch.plan.layouts import Config, global_batch
 from gpuwatch.plan.planner import Plan
 from gpuwatch.plan.roofline import StepTime
@@ -66,6 +67,49 @@ def _cloud(f: CloudFit) -> dict[str, Any]:
             "spot_cost_per_epoch": f.spot_cost_per_epoch}
 
 
+def _preset(plan: Plan) -> dict[str, Any] | None:
+    p = plan.request.preset
+    if p is None:
+        return None
+    return {"name": p.name, "title": p.title, "recipe": p.recipe, "dataset": p.dataset,
+            "levers": list(p.levers),
+            "regimes": [{"precision": r.precision, "peak_bytes": r.peak_bytes,
+                         "max_micro_batch_on_reference": r.max_micro_batch}
+                        for r in plan.regimes]}
+
+
+def preset_lines(plan: Plan) -> list[str]:
+    """The preset's recipe, its fp32 and recommended estimates, the levers that matter."""
+    p = plan.request.preset
+    if p is None:
+        return []
+    ref = plan.reference
+    where = f" on {ref.hardware.name}" if ref is not None else ""
+    regimes = "; ".join(
+        f"{r.precision}{' (recommended)' if r.precision == p.setup.precision else ''} "
+        f"{format_bytes(r.peak_bytes)}"
+        + (f", largest micro-batch {r.max_micro_batch}{where}"
+           if r.max_micro_batch is not None else "")
+        for r in plan.regimes)
+    return [f"Preset {p.name}: {p.title}. {p.recipe}.",
+            f"  peak on one GPU at micro-batch {plan.request.workload.batch}: {regimes}",
+            "  levers that matter: " + "; ".join(p.levers) + "."]
+
+
+def merit(h: Hardware, precision: str) -> str:
+    """One GPU's figures of merit in a line: what it holds, moves and computes."""
+    peak, fmt = h.peak_flops(precision)
+    return (f"{format_bytes(h.gpu.memory_bytes)}, {h.gpu.bandwidth_bytes_per_s / 1e12:.2f} TB/s "
+            f"({h.bandwidth_per_gb():.0f} GB/s per GB), {peak / 1e12:,.0f} TFLOP/s {fmt}, "
+            f"ridge {h.ridge_point(precision):,.0f} FLOP/B, {h.sheet.link} "
+            f"{h.sheet.link_bytes_per_s / 1e9:.0f} GB/s per direction")
+
+
+def hardware_lines(plan: Plan) -> list[str]:
+    precision = plan.request.setup.precision
+    return [f"  {h.name:<10} {merit(h, precision)}; {h.sheet.source}" for h in plan.hardware]
+
+
 def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
     r = plan.request
     wl, st = r.workload, r.setup
@@ -103,6 +147,7 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
         },
         "reference": None if plan.reference is None else {
             "gpu": plan.reference.hardware.name, "gpus": plan.reference.gpus},
+        "preset": _preset(plan),
         "beyond_one_node": [{"gpu": name, "min_gpus_zero3": n}
                             for name, n in plan.beyond_node.items()],
         "levers": [{"change": lv.change, "saves_bytes": lv.saves_bytes,
@@ -152,6 +197,7 @@ def to_text(plan: Plan, sort: str = "time") -> str:
         f"efficiency {r.efficiency.compute:.0%} of peak compute, "
         f"{r.efficiency.bandwidth:.0%} of peak bandwidth",
         f"efficiency from {r.efficiency.source}",
+        *preset_lines(plan),
         "",
         f"{'GPU':<11}{'n':>2}  {'layout':<22}{'fits':<5}{'max mb':>7}{'mb×acc':>9}"
         f"{'peak/GPU':>11}{'step':>10}  {'bound':<14}{unit + '/GPU':>14}",
@@ -210,5 +256,6 @@ def to_text(plan: Plan, sort: str = "time") -> str:
         for lv in plan.levers:
             lines.append(f"  {lv.change:<34} saves {format_bytes(lv.saves_bytes):>10}  "
                          f"time {lv.time_ratio - 1:+.0%}  {lv.why}")
+    lines += ["", f"Data sheets ({r.setup.precision} peak, dense):", *hardware_lines(plan)]
     lines += ["", "The roofline ignores: " + "; ".join(IGNORES) + "."]
     return "\n".join(lines)

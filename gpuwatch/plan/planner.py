@@ -4,10 +4,12 @@ the caller); takes tens of milliseconds, so windows run it off the GUI thread.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from gpuwatch.budget.estimator import Estimate
+from gpuwatch.budget.errors import BudgetError
+from gpuwatch.budget.estimator import Estimate, estimate
 from gpuwatch.budget.fit import min_gpus_zero3
+from gpuwatch.budget.solver import max_batch_size
 from gpuwatch.budget.specs import ModelSpec
 from gpuwatch.budget.workload import Setup, Workload
 from gpuwatch.plan.cloud import CloudFit, SpotAdvice, cloud_fits, spot_advice
@@ -15,6 +17,7 @@ from gpuwatch.plan.errors import PlanError
 from gpuwatch.plan.hardware import Hardware, catalog
 from gpuwatch.plan.layouts import GPU_COUNTS, Config, Estimates, Layout, evaluate
 from gpuwatch.plan.levers import LeverCost, lever_costs
+from gpuwatch.plan.presets import Preset
 from gpuwatch.plan.prices import PriceBook
 from gpuwatch.plan.roofline import Efficiency
 
@@ -30,6 +33,16 @@ class PlanInput:
     dataset_samples: int | None = None
     gpus: tuple[str, ...] = ()  # restrict to these catalog names (empty: all)
     counts: tuple[int, ...] = GPU_COUNTS
+    preset: Preset | None = None
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A preset's workload on one GPU in one precision regime."""
+
+    precision: str
+    peak_bytes: int  # per GPU, at the request's micro-batch, one GPU, no sharding
+    max_micro_batch: int | None  # on the reference GPU (None: no reference)
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,8 @@ class Plan:
     # GPU name -> the fewest GPUs that hold the model under ZeRO-3 (None: not even 4096),
     # for the GPUs where no planned count fits; training only
     beyond_node: dict[str, int | None] = field(default_factory=dict)
+    # a preset's estimate in fp32 and in its recommended regime (empty without a preset)
+    regimes: tuple[Regime, ...] = ()
 
     @property
     def cheapest(self) -> CloudFit | None:
@@ -102,7 +117,29 @@ def make_plan(request: PlanInput, prices: PriceBook | None) -> Plan:
         if one is not None:
             spot = spot_advice(_checkpoint_bytes(one), prices)
     return Plan(request, configs, cloud, reference, levers, spot, prices, hardware,
-                _beyond_node(request, cache, hardware, configs))
+                _beyond_node(request, cache, hardware, configs),
+                _regimes(request, reference))
+
+
+def _regimes(request: PlanInput, reference: Config | None) -> tuple[Regime, ...]:
+    """fp32 and the preset's recommended precision, for the request's workload."""
+    if request.preset is None:
+        return ()
+    out = []
+    for precision in dict.fromkeys(("fp32", request.preset.setup.precision)):
+        setup = replace(request.setup, precision=precision, kv_precision=None, dp=1, tp=1,
+                        pp=1, zero=0 if request.setup.offload != "params" else 3)
+        try:
+            est = estimate(request.spec, request.workload, setup)
+        except BudgetError:
+            continue
+        one = replace(request.workload, batch=1, grad_accum=1)
+        mb = None
+        if reference is not None:
+            mb = max_batch_size(estimate(request.spec, one, setup),
+                                reference.hardware.gpu.memory_bytes)
+        out.append(Regime(precision, est.total_bytes, mb))
+    return tuple(out)
 
 
 def _beyond_node(request: PlanInput, cache: Estimates, hardware: tuple[Hardware, ...],

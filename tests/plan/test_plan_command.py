@@ -176,3 +176,27 @@ def test_a_model_beyond_one_node_says_how_many_gpus_it_needs(capsys):
     (need,) = doc["beyond_one_node"]
     # 70.6 B parameters × 16 bytes (mixed precision, AdamW) ≈ 1.13 TB: 14 × 80 GB and up
     assert need["gpu"] == "H100-80GB" and 14 <= need["min_gpus_zero3"] <= 20
+
+
+def test_a_preset_shows_its_fp32_and_recommended_estimates_and_its_levers(capsys):
+    p = PRESETS["image-classification"]
+    doc = plan_json(capsys, "--preset", p.name)
+    preset = doc["preset"]
+    assert preset["name"] == p.name and preset["levers"] == list(p.levers)
+    fp32, recommended = preset["regimes"]
+    assert fp32["precision"] == "fp32" and recommended["precision"] == p.setup.precision
+    assert recommended["peak_bytes"] < fp32["peak_bytes"]  # 16-bit activations
+    assert recommended["max_micro_batch_on_reference"] > fp32["max_micro_batch_on_reference"]
+    code, out, _ = run(capsys, "plan", "--preset", p.name, "--no-prices")
+    assert code == 0 and "fp32 21." in out and f"{p.setup.precision} (recommended)" in out
+    assert "levers that matter: autocast" in out
+    assert plan_json(capsys, "--model", "gpt2", "--no-prices")["preset"] is None
+
+
+def test_the_text_names_each_data_sheet_and_its_figures_of_merit(capsys):
+    code, out, _ = run(capsys, "plan", "--model", "gpt2", "--precision", "bf16",
+                       "--no-prices")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("  H100-80GB "))
+    assert "3.35 TB/s" in line and "989 TFLOP/s bf16" in line and "ridge 295 FLOP/B" in line
+    assert "NVIDIA H100 Tensor Core GPU data sheet" in line

@@ -25,6 +25,9 @@ def test_first_show_computes_the_preset_plan(qtbot):
     assert "images/s" in first[9]
     advice = panel.advice.toPlainText()
     assert "Cheapest" in advice and "ignores" in advice
+    assert "Preset image-classification" in advice and "fp32" in advice
+    gpu = panel.table.item(0, 0)
+    assert "TFLOP/s" in gpu.toolTip() and "Source:" in gpu.toolTip()
 
 
 def test_a_change_recomputes_and_sorting_by_memory_orders_the_peaks(qtbot):

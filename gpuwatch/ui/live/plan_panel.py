@@ -8,6 +8,7 @@ was overtaken by a newer one is dropped.
 
 from __future__ import annotations
 
+import html
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -59,7 +60,7 @@ def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
         setup = p.setup if precision == "recommended" else replace(p.fp32(), lora_rank=
                                                                     p.setup.lora_rank)
         request = PlanInput(lookup_model(p.model, wl.image), wl, setup, efficiency,
-                            p.dataset_samples)
+                            p.dataset_samples, preset=p)
     else:
         spec = lookup_model(model)
         prec = "amp-bf16" if precision == "recommended" else "fp32"
@@ -229,7 +230,15 @@ class PlanPanel(QWidget):
         self._fill(plan)
 
     def _fill(self, plan: Any) -> None:
-        from gpuwatch.plan.document import IGNORES, counts_tokens, money, rate, seconds
+        from gpuwatch.plan.document import (
+            IGNORES,
+            counts_tokens,
+            merit,
+            money,
+            preset_lines,
+            rate,
+            seconds,
+        )
 
         sort = self.sort.currentData()
         cloud = {id(f.config): f for f in plan.cloud}
@@ -260,6 +269,10 @@ class PlanPanel(QWidget):
                 item = QTableWidgetItem(text)
                 if c.note:
                     item.setToolTip(c.note)
+                elif col == 0:
+                    item.setToolTip(f"{c.hardware.name}: "
+                                    f"{merit(c.hardware, plan.request.setup.precision)}. "
+                                    f"Source: {c.hardware.sheet.source}")
                 if not c.fits:
                     item.setForeground(Qt.GlobalColor.gray)
                 self.table.setItem(r, col, item)
@@ -268,7 +281,7 @@ class PlanPanel(QWidget):
             f"{plan.request.spec.name}: {fitting} of {len(plan.configs)} configurations fit; "
             f"sorted by {self.sort.currentText()}. Efficiency "
             f"{plan.request.efficiency.compute:.0%} of peak compute.")
-        lines = []
+        lines = [html.escape(line.strip()) for line in preset_lines(plan)]
         if plan.cheapest is not None:
             f = plan.cheapest
             lines.append(f"<b>Cheapest:</b> {f.instance.name} ({f.instance.provider}), "
