@@ -254,4 +254,7 @@ class Advisor:
                 self._closed_at[key] = now
                 events.append(HintEvent(HintEventKind.CLOSED, replace(track.hint,
                                                                       updated_at_s=now), now))
+        if events or len(self._closed_at) > 64:     # past their cooldown they mean nothing
+            cooldown = self.settings.cooldown_s
+            self._closed_at = {k: t for k, t in self._closed_at.items() if now - t < cooldown}
         return events

@@ -215,3 +215,12 @@ def test_same_severity_sorts_by_time_to_failure() -> None:
     history.append(snapshot(0, gpu()))
     advisor.update(history)
     assert [h.code for h in advisor.active] == ["worst", "soon", "slow", "none"]
+
+
+def test_closed_hints_are_forgotten_once_past_their_cooldown():
+    advisor = Advisor()
+    cooldown = advisor.settings.cooldown_s
+    advisor._closed_at = {("leak", 0, pid): 0.0 for pid in range(1000)}
+    advisor._closed_at[("leak", 0, 5000)] = 10 * cooldown - 1
+    assert advisor._expire({}, 10 * cooldown) == []
+    assert advisor._closed_at == {("leak", 0, 5000): 10 * cooldown - 1}
