@@ -281,7 +281,7 @@ class PlanPanel(QWidget):
             f"{plan.request.spec.name}: {fitting} of {len(plan.configs)} configurations fit; "
             f"sorted by {self.sort.currentText()}. Efficiency "
             f"{plan.request.efficiency.compute:.0%} of peak compute.")
-        lines = [html.escape(line.strip()) for line in preset_lines(plan)]
+        lines: list[str] = []
         if plan.cheapest is not None:
             f = plan.cheapest
             lines.append(f"<b>Cheapest:</b> {f.instance.name} ({f.instance.provider}), "
@@ -294,6 +294,10 @@ class PlanPanel(QWidget):
         if plan.spot is not None:
             lines.append(f"<b>Spot:</b> {plan.spot.caveat}; checkpoint every "
                          f"{seconds(plan.spot.interval_s)}.")
+        preset = [html.escape(line.strip().removeprefix("Preset "))
+                  for line in preset_lines(plan)]
+        if preset:
+            lines.append("<b>Preset</b> " + "<br>".join(preset))
         if plan.levers:
             levers = ", ".join(f"{lv.change} (saves {format_bytes(lv.saves_bytes)}, "
                                f"time {lv.time_ratio - 1:+.0%})" for lv in plan.levers[:4])
