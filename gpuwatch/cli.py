@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:
+        if _raised(exc, "gpuwatch.telemetry.prometheus.backend", "PrometheusUnavailableError"):
+            print(f"gpuwatch: {exc.reason}", file=sys.stderr)
+            return EXIT_FAILURE
         if _raised(exc, "gpuwatch.telemetry.errors", "NvmlUnavailableError"):
             print(f"gpuwatch: {exc.reason}\n"
                   "To explore gpuwatch on simulated GPUs, add --demo "

@@ -74,9 +74,6 @@ def run_gui(args: argparse.Namespace) -> int:
     remote = {}
     if args.prometheus is not None or args.match is not None:
         source = options.source_options(args)   # refuses it with --demo, --match alone
-        if "prometheus" not in LaunchOptions.__dataclass_fields__:
-            raise options.UsageError("this build's window cannot read from Prometheus; "
-                                     "use `gpuwatch record --prometheus URL`")
         remote = {"prometheus": source.prometheus, "match": source.match}
     return launch(LaunchOptions(
         demo=args.demo, interval_s=args.interval, time_scale=args.time_scale,

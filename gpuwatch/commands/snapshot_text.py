@@ -23,6 +23,8 @@ from gpuwatch.core.units import format_bytes, format_duration, format_rate
 def describe_backend(info: BackendInfo) -> str:
     if info.kind is BackendKind.SIMULATED:
         return f"Simulated GPUs (scenario '{visible(info.scenario)}'), not real hardware"
+    if info.kind is BackendKind.PROMETHEUS:
+        return f"GPUs read from Prometheus at {visible(info.hostname)}"
     parts = ["NVML"]
     if info.driver_version:
         parts.append(f"driver {visible(info.driver_version)}")

@@ -22,6 +22,7 @@ class GpuState(StrEnum):
 class BackendKind(StrEnum):
     NVML = "nvml"
     SIMULATED = "simulated"
+    PROMETHEUS = "prometheus"        # many hosts, read from a Prometheus server
 
 
 @dataclass(frozen=True, slots=True)

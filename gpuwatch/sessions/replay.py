@@ -90,7 +90,7 @@ def load_replay(path: str | Path, with_processes: bool = True) -> ReplayData:
         order = np.argsort(t, kind="stable")
         ring = history.processes[key] = Ring(max(1, len(t)), PROCESS_COLUMNS)
         ring.load_columns({"timestamp_s": t[order], "used_bytes": used[order]})
-    kind = BackendKind.NVML if info.backend_kind == "nvml" else BackendKind.SIMULATED
+    kind = _backend_kind(info.backend_kind)
     history.latest = Snapshot(last_t, BackendInfo(kind, info.driver_version,
                                                   scenario=info.scenario, hostname=info.host),
                               gpus=())
@@ -144,8 +144,16 @@ def load_overview(path: str | Path, buckets: int = OVERVIEW_BUCKETS,
                 last_t = max(last_t, float(t[-1] + t0))
     finally:
         conn.close()
-    kind = BackendKind.NVML if info.backend_kind == "nvml" else BackendKind.SIMULATED
+    kind = _backend_kind(info.backend_kind)
     history.latest = Snapshot(last_t, BackendInfo(kind, info.driver_version,
                                                   scenario=info.scenario, hostname=info.host),
                               gpus=())
     return ReplayData(path, info, gpus, history, processes, hints, events, overview=True)
+
+
+def _backend_kind(stored: str) -> BackendKind:
+    """The session's backend kind; one this version does not know reads as real NVML."""
+    try:
+        return BackendKind(stored)
+    except ValueError:
+        return BackendKind.NVML

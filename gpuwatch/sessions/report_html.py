@@ -192,7 +192,8 @@ class _Page:
                         f"<title>gpuwatch session {e(i.uuid[:8])} on {e(i.host)}</title>"
                         f"<style>{STYLE}{PAGED_STYLE if self.paged else ''}</style>"
                         "</head><body>")
-        backend = "simulated GPUs" if i.backend_kind == "simulated" else "NVML"
+        backend = {"simulated": "simulated GPUs",
+                   "prometheus": f"Prometheus at {i.host}"}.get(i.backend_kind, "NVML")
         if i.scenario:
             backend += f" (scenario {i.scenario})"
         if i.driver_version:

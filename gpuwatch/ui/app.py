@@ -49,10 +49,20 @@ class LaunchOptions:
     settings_path: str | None = None     # an ini file instead of the user's settings
     tray: bool = False                   # start in the tray (minimised where there is none)
     single_instance: bool = True         # hand over to a window already running
+    prometheus: str | None = None        # read the GPUs of many hosts from this server
+    match: tuple = ()                    # with prometheus: the label matchers (--match)
 
 
 def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
     """(backend, banner text, fell back?) — raises ScenarioError for a bad --demo."""
+    if opts.prometheus is not None:
+        from html import escape
+
+        backend = open_backend(SourceOptions(prometheus=opts.prometheus, match=opts.match))
+        hosts = backend.hosts
+        return backend, (f"<b>{len(hosts)} host{'s' if len(hosts) != 1 else ''}</b> from "
+                         f"Prometheus at {escape(opts.prometheus)}: "
+                         f"{escape(', '.join(hosts))}"), False
     if opts.demo is None:
         try:
             return open_backend(SourceOptions()), None, False

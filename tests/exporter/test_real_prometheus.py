@@ -226,6 +226,23 @@ def test_record_runs_the_advisor_over_the_cluster(cluster) -> None:
     assert "Recorded" in result.stderr
 
 
+def test_the_window_opens_on_the_cluster(cluster, tmp_path) -> None:
+    server, _, _ = cluster
+    png = tmp_path / "cluster.png"
+    env = {"PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "GPUWATCH_DATA_DIR": str(tmp_path / "data")}
+    result = subprocess.run([sys.executable, "-m", "gpuwatch", "gui", "--prometheus", server.url,
+                             "--screenshot", str(png), "--screenshot-after", "2"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert png.stat().st_size > 10_000
+    text = subprocess.run([sys.executable, "-m", "gpuwatch", "snapshot", "--prometheus",
+                           server.url], capture_output=True, text=True, env=env, timeout=60)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("GPUs read from Prometheus at 127.0.0.1:")
+
+
 def test_exposition_passes_promtool(cluster) -> None:
     _, exporters, _ = cluster
     text = exporters["node-c"].metrics()

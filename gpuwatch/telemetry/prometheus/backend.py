@@ -50,7 +50,7 @@ class PrometheusBackend:
         self.clock: Clock = clock or WallClock()
         self.scenario_duration_s: float | None = None
         self._assembler = Assembler()
-        self.info = BackendInfo(kind=BackendKind.NVML,
+        self.info = BackendInfo(kind=BackendKind.PROMETHEUS,
                                 hostname=urlsplit(base_url).netloc or base_url)
 
     @property

@@ -175,7 +175,7 @@ class RecordingController(QObject):
 
     def _now(self) -> float:
         """Session time: the last snapshot's clock (virtual on simulated GPUs)."""
-        if self._kind is BackendKind.NVML or self._last_ts is None:
+        if self._kind is not BackendKind.SIMULATED or self._last_ts is None:
             return max(time.time(), self._last_ts or 0.0)
         return self._last_ts
 
