@@ -177,3 +177,18 @@ def test_each_smaller_size_divides_the_effective_batch():
     # at most half the size each time, and a divisor of 24: 12, 6, then 3
     assert [c.micro_batch for c in adaptive.changes] == [12, 6, 3]
     assert (adaptive.micro_batch, adaptive.grad_accum) == (3, 8)
+
+
+def test_a_probe_that_keeps_sections_gets_the_state_there(tmp_path):
+    from gpuwatch.probe.adaptive import probe_reporter
+
+    probe = attach(None, None, interval_s=3600, directory=tmp_path)
+    try:
+        probe.sections = {}  # a probe that merges sections into every publish
+        before = probe.publishes
+        probe_reporter({"micro_batch": 4})
+        assert probe.sections == {"adaptive_batch": {"micro_batch": 4}}
+        assert probe.publishes == before + 1
+    finally:
+        detach()
+    probe_reporter({"micro_batch": 2})  # no probe attached: nothing happens
