@@ -134,8 +134,10 @@ def format_tick(s: Snapshot, elapsed_s: float) -> list[str]:
     out = []
     for g in s.gpus:
         head = f"{format_duration(elapsed_s):>10}  GPU {g.index}"
-        if g.state is GpuState.LOST:
-            out.append(f"{head}  {visible(g.error) or 'GPU lost'}")
+        if g.state is not GpuState.OK and g.memory.total_bytes is None:
+            # lost, or unreadable as a whole (a host that stopped answering): say why
+            fallback = "GPU lost" if g.state is GpuState.LOST else "could not be read"
+            out.append(f"{head}  {visible(g.error) or fallback}")
             continue
         m = g.memory
         pct = f"{m.used_fraction * 100:3.0f} %" if m.used_fraction is not None else "  n/a"
