@@ -42,5 +42,7 @@ def open_sim() -> Iterator:
 
 @pytest.fixture(autouse=True)
 def private_data_dir(tmp_path_factory, monkeypatch):
-    """Sessions and settings go to a temporary folder, never the user's."""
+    """Sessions, settings and the window's log go to temporary folders, never the
+    user's (child processes inherit them)."""
     monkeypatch.setenv("GPUWATCH_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))

@@ -119,6 +119,7 @@ def desktop(tmp_path: Path) -> Iterator[dict[str, str]]:
                if not k.startswith(("QT_", "DBUS_", "WAYLAND_", "XDG_"))}
         env.update(DISPLAY=f":{display}", DBUS_SESSION_BUS_ADDRESS=address,
                    XDG_RUNTIME_DIR=str(runtime), XDG_CONFIG_HOME=str(tmp_path / "config"),
+                   XDG_STATE_HOME=str(tmp_path / "state"),
                    GPUWATCH_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
         yield env
     finally:
