@@ -31,8 +31,9 @@ from PySide6.QtWidgets import (
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.live import budget_adapter as ba
 from gpuwatch.ui.live.budget_links import BudgetLinks
+from gpuwatch.ui.live.budget_rows import BudgetRows
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
-from gpuwatch.ui.live.overlay import CATEGORY_LABELS, budget_color
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay, budget_color
 from gpuwatch.ui.widgets import theme
 
 
@@ -137,6 +138,7 @@ class BudgetPanel(QWidget):
         self.total.setTextFormat(Qt.TextFormat.RichText)
         self.total.setWordWrap(True)
         self.bar = MemoryBar()
+        self.linked = BudgetRows()        # the selected process, if linked: measured v predicted
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)
@@ -173,6 +175,7 @@ class BudgetPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(form)
         layout.addWidget(self.total)
+        layout.addWidget(self.linked)
         layout.addWidget(self.bar)
         layout.addWidget(self.legend)
         layout.addWidget(self.levers, 1)
@@ -222,6 +225,11 @@ class BudgetPanel(QWidget):
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
         self.recompute()
+
+    def show_linked(self, overlay: Overlay | None) -> None:
+        """The selected process's budget against what it holds (None: not linked)."""
+        color = None if overlay is None else theme.process_color(overlay.pid)
+        self.linked.set_overlay(overlay, self.capacity_bytes, self.units, color)
 
     # computing and showing ------------------------------------------------------------
     def recompute(self) -> None:

@@ -213,6 +213,8 @@ class MainWindow(QMainWindow):
                                           for k, o in self.overlays.items()})
         self.processes.model.set_probes(probes)
         self.processes.refresh()
+        selected = self.processes.selected_key()
+        self.budget.show_linked(self.overlays.get(selected) if selected else None)
         self.plots.refresh()
         if self.samples == 1 or self.samples % 10 == 0:
             self._update_capacity()
@@ -365,6 +367,8 @@ class MainWindow(QMainWindow):
             text = "Waiting for the first sample"
         elif info.kind is BackendKind.SIMULATED:
             text = f"Simulated GPUs · scenario {info.scenario}"
+        elif info.kind is BackendKind.PROMETHEUS:
+            text = f"Prometheus · {info.hostname}"
         else:
             text = f"NVML · driver {info.driver_version or '?'}"
         self.status_backend.setText(text)
