@@ -130,11 +130,12 @@ def test_long_windows_draw_bandwidth_as_a_mean_with_its_band(make_window, scenar
     window.plots.set_window(60)
     feed(window, backend, range(0, 700))
     plots = window.plots
-    assert not plots.band_mode and not plots._bw_bands[0]._polygons
+    assert not plots.band_mode
+    assert 0 not in plots._bw_bands or not plots._bw_bands[0]._polygons
     x60, _ = plots._bw_curves[0].getData()
     plots.set_window(600)
     assert plots.band_mode
-    band = plots._bw_bands[0]
+    band = plots._bw_bands[0]                  # one GPU: its band is drawn
     assert band._polygons and band.isVisible()
     x, mean = plots._bw_curves[0].getData()
     assert len(x) <= plots.memory.getViewBox().width() / 2 + 1  # one point per 2 px
@@ -237,3 +238,19 @@ def test_every_text_of_the_plots_fits_at_1024x640_with_8_gpus(make_window, scena
     legend = plots.legend
     for _, rect in legend.entries():
         assert QRectF(legend.rect()).adjusted(-0.5, -0.5, 0.5, 0.5).contains(rect)
+
+
+def test_with_many_gpus_only_the_pointed_gpu_has_a_band(make_window, scenario,
+                                                         qtbot) -> None:
+    window = make_window()
+    shown(qtbot, window, (1280, 800))
+    window.plots.set_window(600)
+    feed(window, scenario("multi-gpu-ddp"), range(300, 1000, 1))
+    plots = window.plots
+    assert plots.band_mode
+    assert not any(b._polygons for b in plots._bw_bands.values())
+    plots.set_highlight(5)
+    assert [i for i, b in plots._bw_bands.items() if b._polygons] == [5]
+    plots.set_highlight(None)
+    window.focus_gpu(2)
+    assert [i for i, b in plots._bw_bands.items() if b._polygons] == [2]

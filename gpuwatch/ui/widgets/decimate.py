@@ -72,6 +72,18 @@ def band_decimate(x: np.ndarray, y: np.ndarray, buckets: int
     b = -(-n // w)
     pad = b * w - n
     values = np.asarray(y, dtype=np.float64)
+    starts = np.arange(b) * w
+    ends = np.minimum(starts + w, n) - 1
+    mid = (x[starts] + x[ends]) / 2.0
+    if not np.isnan(values).any():       # the usual case: plain reductions, no masks
+        full = values[:(n // w) * w].reshape(-1, w)
+        mean, low, high = full.mean(axis=1), full.min(axis=1), full.max(axis=1)
+        if pad:
+            tail = values[(n // w) * w:]
+            mean = np.append(mean, tail.mean())
+            low = np.append(low, tail.min())
+            high = np.append(high, tail.max())
+        return mid, mean, low, high
     if pad:
         values = np.concatenate([values, np.full(pad, np.nan)])
     values = values.reshape(b, w)
@@ -85,7 +97,4 @@ def band_decimate(x: np.ndarray, y: np.ndarray, buckets: int
     empty = counts == 0
     low[empty] = np.nan
     high[empty] = np.nan
-    starts = np.arange(b) * w
-    ends = np.minimum(starts + w, n) - 1
-    mid = (x[starts] + x[ends]) / 2.0
     return mid, mean, low, high

@@ -138,7 +138,8 @@ class SpanItem(pg.GraphicsObject):
             self.update()
 
     def viewRangeChanged(self) -> None:
-        self.prepareGeometryChange()
+        if self.spans:
+            self.prepareGeometryChange()
 
     def boundingRect(self) -> QRectF:
         if not self.spans:

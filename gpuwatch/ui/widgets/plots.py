@@ -303,18 +303,18 @@ class TimePlots(QWidget):
         for index, ring in sorted(self.history.gpus.items()):
             mem = self._curve(self.memory, self._mem_curves, index)
             bw = self._curve(self.bandwidth, self._bw_curves, index)
-            band = self._band(index)
             shown = self.focus is None or index == self.focus
-            for item in (mem, bw, band):
+            for item in (mem, bw):
                 if item.isVisible() != shown:
                     item.setVisible(shown)
             if not shown:
+                self._clear_band(index)
                 continue
             mx, my = ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale)
             mem.setData(mx, my, connect="finite")
             used.append(my)
             with_band = index in (self.highlight, self.focus) or len(self.history.gpus) <= 2
-            bandwidths.append(self._draw_bandwidth(ring, bw, band, with_band,
+            bandwidths.append(self._draw_bandwidth(index, ring, bw, with_band,
                                                    x0, x1, pixels, bw_scale))
             if np.isnan(my).any():     # a loss shorter than a pixel column is not drawn
                 spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
@@ -342,7 +342,7 @@ class TimePlots(QWidget):
         settle(self.memory)
         settle(self.bandwidth)
 
-    def _draw_bandwidth(self, ring: Ring, curve: WindowCurve, band: BandItem, with_band: bool,
+    def _draw_bandwidth(self, index: int, ring: Ring, curve: WindowCurve, with_band: bool,
                         x0: float, x1: float, pixels: int, scale: float) -> np.ndarray:
         """The GPU's bandwidth: min/max-decimated, or in band mode its mean per two pixel
         columns with the min/max band (``with_band``: for the GPU in focus or under the
@@ -353,11 +353,11 @@ class TimePlots(QWidget):
             mid, mean, low, high = band_decimate(t, y, max(1, pixels // 2))
             curve.setData(mid, mean, connect="finite")
             if with_band:
-                band.set_band(mid, low, high)
+                self._band(index).set_band(mid, low, high)
             else:
-                band.clear()
+                self._clear_band(index)
             return high
-        band.clear()
+        self._clear_band(index)
         x, y = minmax_decimate(t, y, max(1, pixels))
         curve.setData(x, y, connect="finite")
         return y
@@ -437,7 +437,14 @@ class TimePlots(QWidget):
             plot.addItem(curve)
         return curve
 
+    def _clear_band(self, index: int) -> None:
+        band = self._bw_bands.get(index)
+        if band is not None:
+            band.clear()
+
     def _band(self, index: int) -> BandItem:
+        """GPU ``index``'s band, made when first drawn: every item in a plot costs a
+        little on each move of the view, drawn or not."""
         band = self._bw_bands.get(index)
         if band is None:
             band = self._bw_bands[index] = BandItem(theme.gpu_color(index))
