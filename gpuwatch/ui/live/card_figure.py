@@ -28,6 +28,7 @@ class BigFigure(QWidget):
         self._small = ""
         self._color: QColor | None = None      # the big text's; None: the theme's text
         self._small_color: QColor | None = None
+        self._color_names: tuple[str | None, str | None] = (None, None)
         self._background: QColor | None = None
         self._align_right = align_right
         self._fonts: list[QFont] = []
@@ -43,8 +44,6 @@ class BigFigure(QWidget):
                    small_color: str | None = None) -> None:
         """Show ``big`` (in ``color``) and ``small`` after it; nothing shown changed,
         nothing happens."""
-        c = None if color is None else QColor(color)
-        sc = None if small_color is None else QColor(small_color)
         if (big, small) != (self._big, self._small):
             self._big, self._small = big, small
             old_min = self.minimumSizeHint().width()
@@ -53,8 +52,10 @@ class BigFigure(QWidget):
                     self.sizeHint().width() > self.width():
                 self.updateGeometry()
             self.update()
-        if c != self._color or sc != self._small_color:
-            self._color, self._small_color = c, sc
+        if (color, small_color) != self._color_names:      # parsed only when changed
+            self._color_names = (color, small_color)
+            self._color = None if color is None else QColor(color)
+            self._small_color = None if small_color is None else QColor(small_color)
             self.update()
 
     def set_colors(self, color: str | None, small_color: str | None = None) -> None:

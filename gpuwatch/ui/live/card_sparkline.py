@@ -42,6 +42,7 @@ class Sparkline(QWidget):
         self._buckets: tuple | None = None
         self._guides: tuple[float, ...] = ()
         self._source: tuple[Ring | None, float] = (None, 0.0)
+        self._base_pixels: tuple[tuple, tuple[np.ndarray, int, int]] | None = None
         self._faded = False
         self._image: tuple[tuple, QImage, np.ndarray] | None = None   # (key, image, pixels)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -105,8 +106,10 @@ class Sparkline(QWidget):
                 kept[6] is not None and newest is not None and newest >= kept[6] and \
                 0 <= first - kept[1] < w:
             shift = first - kept[1]
-            peaks = np.concatenate((kept[2][shift:], np.full(shift, np.nan)))
-            seen = np.concatenate((kept[3][shift:], np.zeros(shift, dtype=bool)))
+            peaks, seen = kept[2], kept[3]       # ours: updated in place
+            if shift:
+                peaks = np.concatenate((peaks[shift:], np.full(shift, np.nan)))
+                seen = np.concatenate((seen[shift:], np.zeros(shift, dtype=bool)))
             since = max(kept[6], first * dt)       # the newest kept row again: harmless
         else:
             peaks, seen = np.full(w, np.nan), np.zeros(w, dtype=bool)
@@ -136,18 +139,11 @@ class Sparkline(QWidget):
         key = (self._ys_key, w, c, self._faded, self._guides)
         if self._image is not None and self._image[0] == key:
             return self._image[1]
-        background = QColor(c.lost_card if self._faded else c.card)
-        line = QColor(c.muted) if self._faded else theme.gpu_color(self.gpu_index)
-        fill = _blend(line, background, 0.22)
-        border = QColor(c.card_border)
-        pixels = np.full((h, w), background.rgba(), dtype=np.uint32)
-        inner = h - 3
-        for f in self._guides:
-            pixels[round((1.0 - f) * inner) + 1, 1:w - 1] = border.rgba()
+        base, line, fill = self._base(key[1:])
+        pixels = base.copy()
         ys = self._ys[:max(0, w - 2)]      # resized since: the next sample fits it again
         if ys.size:
             drawn = _bridged(ys)                    # NO_ROW spanned, UNKNOWN a gap
-            x = np.arange(ys.size) + 1
             known = drawn >= 0
             prev = np.concatenate(([-1], drawn[:-1]))
             lo = np.where(known & (prev >= 0), np.minimum(prev, drawn), drawn)
@@ -155,15 +151,31 @@ class Sparkline(QWidget):
             rows = np.arange(h)[:, None]
             under = known[None, :] & (rows > hi[None, :]) & (rows < h - 1)
             on = known[None, :] & (rows >= lo[None, :]) & (rows <= hi[None, :])
-            target = pixels[:, x]
-            target[under] = fill.rgba()
-            target[on] = line.rgba()
-            pixels[:, x] = target
-        pixels[0, :] = pixels[-1, :] = border.rgba()
-        pixels[:, 0] = pixels[:, -1] = border.rgba()
+            target = pixels[:, 1:ys.size + 1]       # a view: drawn into in place
+            target[under] = fill
+            target[on] = line
         image = QImage(pixels.data, w, h, QImage.Format.Format_RGB32)   # opaque: a plain blit
         self._image = (key, image, pixels)          # the image reads the array: keep it
         return image
+
+    def _base(self, key: tuple) -> tuple[np.ndarray, int, int]:
+        """(background, guides and frame as pixels, line colour, fill colour), made once
+        per size, theme and thresholds."""
+        if self._base_pixels is not None and self._base_pixels[0] == key:
+            return self._base_pixels[1]
+        w, c, faded, guides = key
+        h = self.HEIGHT
+        background = QColor(c.lost_card if faded else c.card)
+        line = QColor(c.muted) if faded else theme.gpu_color(self.gpu_index)
+        border = QColor(c.card_border).rgba()
+        pixels = np.full((h, w), background.rgba(), dtype=np.uint32)
+        for f in guides:
+            pixels[round((1.0 - f) * (h - 3)) + 1, 1:w - 1] = border
+        pixels[0, :] = pixels[-1, :] = border
+        pixels[:, 0] = pixels[:, -1] = border
+        made = (pixels, line.rgba(), _blend(line, background, 0.22).rgba())
+        self._base_pixels = (key, made)
+        return made
 
     def paintEvent(self, event: object) -> None:
         p = QPainter(self)
