@@ -67,7 +67,8 @@ class BudgetRows(QWidget):
         if o is None or o.measured_bytes is None:
             return ""
         u = self.units
-        return (f"pid {o.pid}: {MEASURED_LABEL} {format_bytes(o.measured_bytes, u)}, "
+        return (f"pid {o.pid}, linked to {o.prediction.label}: "
+                f"{MEASURED_LABEL} {format_bytes(o.measured_bytes, u)}, "
                 f"{PREDICTED_LABEL} peak {format_bytes(o.prediction.total_bytes, u)} — "
                 f"{o.headroom_words(u)}")
 
@@ -126,7 +127,8 @@ class BudgetRows(QWidget):
         p.setPen(muted)
         p.drawText(QRectF(left, predicted_row.bottom() + 4, self.width() - left, line),
                    int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                   metrics.elidedText(f"pid {o.pid}: {o.headroom_words(self.units)}",
+                   metrics.elidedText(f"pid {o.pid}: {o.headroom_words(self.units)} · "
+                                      f"linked to {o.prediction.label}",
                                       Qt.TextElideMode.ElideRight, self.width() - left))
         p.end()
 
