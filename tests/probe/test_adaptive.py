@@ -38,6 +38,14 @@ class Device:
         return self.peak, self.capacity
 
 
+def first_publish(probe) -> None:
+    """Wait for the probe thread's first publish (it starts with one)."""
+    for _ in range(1000):
+        if probe.publishes:
+            return
+        time.sleep(0.01)
+
+
 def make_loop(device: Device, adaptive_steps: list[int]):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
@@ -132,6 +140,7 @@ def test_each_change_is_logged_and_published_in_the_probe_document(tmp_path, cap
     step, _ = make_loop(device, [])
     probe = attach(None, None, interval_s=3600, directory=tmp_path)
     try:
+        first_publish(probe)  # the thread's own, which must not overwrite ours later
         adaptive = AdaptiveBatch(EFFECTIVE, EFFECTIVE, memory=device.memory)
         with caplog.at_level(logging.WARNING, logger="gpuwatch.probe.adaptive"):
             adaptive.run(step)
@@ -186,10 +195,7 @@ def test_a_probe_that_keeps_sections_gets_the_state_there(tmp_path):
     probe = attach(None, None, interval_s=3600, directory=tmp_path)
     try:
         probe.sections = {}  # a probe that merges sections into every publish
-        for _ in range(1000):  # the thread's first publish, so that it is not counted below
-            if probe.publishes:
-                break
-            time.sleep(0.01)
+        first_publish(probe)  # so that the thread's is not counted below
         before = probe.publishes
         probe_reporter({"micro_batch": 4})
         assert probe.sections == {"adaptive_batch": {"micro_batch": 4}}
