@@ -62,3 +62,16 @@ def test_the_window_has_a_plan_tab(make_window):
     titles = [window.tabs.tabText(i) for i in range(window.tabs.count())]
     assert "Plan" in titles
     assert window.plan.plan is None  # not computed until shown
+
+
+def test_every_input_has_a_name_and_a_keyboard_label(qtbot):
+    from PySide6.QtWidgets import QLabel
+
+    panel = PlanPanel()
+    qtbot.addWidget(panel)
+    inputs = [panel.preset, panel.sort, panel.model, panel.precision, panel.batch,
+              panel.efficiency]
+    assert all(w.accessibleName() for w in [*inputs, panel.table, panel.advice])
+    buddies = {label.buddy() for label in panel.findChildren(QLabel)
+               if "&" in label.text()}
+    assert set(inputs) <= buddies
