@@ -184,3 +184,13 @@ def test_the_table_scrolls_sideways_at_1024_rather_than_squeeze(make_window, sce
         assert header.sectionSize(col) >= width - 1, col
     assert header.length() > table.viewport().width()
     assert table.horizontalScrollBar().maximum() > 0
+
+
+def test_with_only_exited_rows_the_plot_says_so(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    shown(qtbot, window)
+    feed(window, scenario("oom-ramp"), range(0, 560, 2))     # the run dies at 492 s
+    panel = window.processes
+    assert panel.model.live_rows == 0 and panel.model.exited_rows == 1
+    assert panel.selected_key() is None                      # not chosen for the user
+    assert panel.detail_title.text().startswith("No process is using GPU memory now")

@@ -207,6 +207,15 @@ class ProcessPanel(QWidget):
         return "No process is using GPU memory" if gpu is None else \
             f"No process is using memory on GPU {gpu}"
 
+    def _no_selection_text(self) -> str | None:
+        """What the plot under the table says with no row selected (None: the hint)."""
+        if self.model.rowCount() == 0:
+            return self.empty_text()
+        if self.model.live_rows == 0:
+            return ("No process is using GPU memory now; select an exited row to see its "
+                    "memory until it left")
+        return None
+
     def select_default(self) -> bool:
         """With no row selected, select the first running process (the largest user of
         memory, unless sorted otherwise), so the plot under the table shows someone;
@@ -282,8 +291,7 @@ class ProcessPanel(QWidget):
         key = self.selected_key()
         p = None if key is None else self.model.sample(key)
         if key is None or p is None:
-            self.detail.show_none(self.window_s, self.empty_text() if self.model.rowCount()
-                                  == 0 else None)
+            self.detail.show_none(self.window_s, self._no_selection_text())
             return
         self.detail.show_process(key, p, self.model.budget(key), self.model.exited_row(key),
                                  self.model.probe(key), self.units, self.window_s)
