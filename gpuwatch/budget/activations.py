@@ -179,6 +179,8 @@ def head_activations(
     opt = opt or ActivationOptions()
     if spec.mlm_head:
         return b * s * h * (r + 3 * e)
+    if spec.arch == "vit":  # the classifier reads (and keeps a copy of) the class token only
+        return b * h * (s * norm_saved(spec, p, opt.frozen) + r)
     head_in = 0.0 if opt.frozen else (e if autocast(p) else r)
     return b * s * h * (norm_saved(spec, p, opt.frozen) + head_in)
 

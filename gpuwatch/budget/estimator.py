@@ -167,7 +167,10 @@ def transformer_train_activations(
     if setup.pp > 1:  # 1F1B: the first stage keeps pp micro-batches of its L/pp layers
         first, last = body + emb, body / setup.pp + head + loss
         return max(first, last), (loss if last > first else 0.0)
-    return body + emb + head + loss, loss
+    # the first layer's backward holds an ffn-wide gradient on top of the activations;
+    # only a model without a vocabulary-sized loss (ViT) peaks there
+    first = p.act_bytes * b * s * spec.ffn_size * spec.experts_per_token / setup.tp
+    return body + emb + head + max(loss, first), loss
 
 
 def _score_bytes(p: Precision) -> float:

@@ -187,3 +187,19 @@ def test_a_cnn_backward_peaks_with_the_classifier_gradients_and_the_activations(
                    Setup(precision="fp32", optimizer="momentum", overhead_bytes=0))
     classifier = sum(g.numel for g in vgg.param_groups() if not g.per_layer) * 4
     assert est.detail.grads_at_backward >= classifier
+
+
+def test_vit_peaks_in_the_first_layers_backward():
+    """No vocabulary-sized loss: the start of backward holds the activations plus one
+    ffn-wide gradient; the classifier keeps only the class token's copy."""
+    vit = replace(lookup_model("vit-b-16"), layers=4)
+    p = get_precision("fp32")
+    wl = Workload(batch=16, image=(224, 224))
+    est = estimate(vit, wl, Setup(precision="fp32", overhead_bytes=0))
+    s = vit.seq_for_image(224, 224)
+    la = layer_activations(vit, p, ActivationOptions(), 16, s)
+    patches = 4 * 16 * 3 * s * 16 * 16
+    head = 16 * 768 * (4 * s + 4)
+    first = 4 * 16 * s * vit.ffn_size
+    assert est.breakdown.activations == round(4 * la.total(ActivationOptions()) + patches
+                                              + head + first)
