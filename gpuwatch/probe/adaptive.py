@@ -84,19 +84,12 @@ def probe_reporter(state: dict[str, Any]) -> None:
     """Publish ``state`` as the ``adaptive_batch`` section of the attached probe's
     document (nothing when no probe is attached)."""
     from gpuwatch import probe
-    from gpuwatch.probe import transport
 
     current = probe.current()
     if current is None:
         return
-    sections = getattr(current, "sections", None)
-    if isinstance(sections, dict):  # a probe that merges sections into each publish
-        sections["adaptive_batch"] = state
-        current.publish()
-        return
-    doc = current.publish()
-    doc["adaptive_batch"] = state
-    transport.publish(doc, current.directory)
+    current.sections["adaptive_batch"] = state      # kept in every later publish too
+    current.publish()
 
 
 class AdaptiveBatch:

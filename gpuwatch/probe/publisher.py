@@ -31,6 +31,9 @@ class Probe:
         self.last_publish_s: float | None = None     # how long the last publish took
         self.last_error: Exception | None = None
         self._steps = 0
+        # extra top-level sections merged into every document (AdaptiveBatch keeps its
+        # state under "adaptive_batch"), so a periodic publish never drops them
+        self.sections: dict[str, Any] = {}
         self._thread = threading.Thread(target=self._run, name="gpuwatch-probe", daemon=True)
         self._thread.start()
         atexit.register(self.close)
@@ -45,6 +48,8 @@ class Probe:
             start = time.perf_counter()
             doc = facts.collect(self.model, self.optimizer, self._stats,
                                 self._steps or None)
+            for name, section in self.sections.items():
+                doc.setdefault(name, section)
             transport.publish(doc, self.directory)
             self.last_publish_s = time.perf_counter() - start
             self.publishes += 1

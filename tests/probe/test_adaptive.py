@@ -189,17 +189,19 @@ def test_each_smaller_size_divides_the_effective_batch():
     assert (adaptive.micro_batch, adaptive.grad_accum) == (3, 8)
 
 
-def test_a_probe_that_keeps_sections_gets_the_state_there(tmp_path):
+def test_the_state_stays_in_every_later_publish(tmp_path):
     from gpuwatch.probe.adaptive import probe_reporter
 
     probe = attach(None, None, interval_s=3600, directory=tmp_path)
     try:
-        probe.sections = {}  # a probe that merges sections into every publish
         first_publish(probe)  # so that the thread's is not counted below
         before = probe.publishes
         probe_reporter({"micro_batch": 4})
         assert probe.sections == {"adaptive_batch": {"micro_batch": 4}}
         assert probe.publishes == before + 1
+        probe.publish()       # the thread's next periodic publish keeps it
+        doc = json.loads((tmp_path / f"{os.getpid()}.json").read_text())
+        assert doc["adaptive_batch"] == {"micro_batch": 4}
     finally:
         detach()
     probe_reporter({"micro_batch": 2})  # no probe attached: nothing happens
