@@ -70,6 +70,34 @@ class AllocatorFacts:
 
 
 @dataclass(frozen=True)
+class AdaptiveBatchFacts:
+    """What ``probe.AdaptiveBatch`` says of the training loop: the sizes it runs at
+    now, and why and when it last changed them."""
+
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+    effective_batch: int | None = None
+    changes: int | None = None
+    last_reason: str | None = None         # "out-of-memory" or "headroom"
+    last_old_micro_batch: int | None = None
+    last_at_s: float | None = None         # Unix time
+
+    def describe(self, now_s: float | None = None) -> str:
+        """E.g. "micro-batch 8 × 4 (lowered 2 min ago: out of memory)"."""
+        text = f"micro-batch {self.micro_batch or '?'} × {self.grad_accum or '?'}"
+        if self.last_reason is None:
+            return text
+        lowered = (self.last_old_micro_batch is not None and self.micro_batch is not None
+                   and self.micro_batch < self.last_old_micro_batch)
+        when = ""
+        if now_s is not None and self.last_at_s is not None:
+            ago = max(0.0, now_s - self.last_at_s)
+            when = f" {ago:.0f} s ago" if ago < 120 else f" {ago / 60:.0f} min ago"
+        return (f"{text} ({'lowered' if lowered else 'raised'}{when}: "
+                f"{self.last_reason.replace('-', ' ')})")
+
+
+@dataclass(frozen=True)
 class ProbeReport:
     pid: int
     published_at_s: float
@@ -80,6 +108,7 @@ class ProbeReport:
     optimizer: OptimizerFacts | None = None
     allocator: AllocatorFacts | None = None
     alloc_conf: str | None = None
+    adaptive_batch: AdaptiveBatchFacts | None = None
 
     def allocator_stats(self) -> AllocatorStats | None:
         a = self.allocator
@@ -161,7 +190,25 @@ def parse_probe_report(doc: Any) -> ProbeReport:
                                       for f in AllocatorFacts.__dataclass_fields__})
     return ProbeReport(pid, float(published), _str(doc, "torch_version", ""),
                        _strings(doc, "devices"), _strings(doc, "device_uuids"),
-                       model, optimizer, allocator, _str(doc, "alloc_conf", ""))
+                       model, optimizer, allocator, _str(doc, "alloc_conf", ""),
+                       _adaptive_batch(doc))
+
+
+def _adaptive_batch(doc: dict) -> AdaptiveBatchFacts | None:
+    if (b := _table(doc, "adaptive_batch")) is None:
+        return None
+    last = _table(b, "last_change") or {}
+    at = last.get("at_s")
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int | float)
+                           or not math.isfinite(at)):
+        raise ProbeFormatError("adaptive_batch.last_change.at_s must be a number")
+    reason = _str(last, "reason", "adaptive_batch.last_change.")
+    return AdaptiveBatchFacts(
+        _int(b, "micro_batch", "adaptive_batch."), _int(b, "grad_accum", "adaptive_batch."),
+        _int(b, "effective_batch", "adaptive_batch."), _int(b, "changes", "adaptive_batch."),
+        None if reason is None else reason[:40],
+        _int(last, "old_micro_batch", "adaptive_batch.last_change."),
+        None if at is None else float(at))
 
 
 def probe_report_to_json(r: ProbeReport) -> dict[str, Any]:
@@ -181,6 +228,13 @@ def probe_report_to_json(r: ProbeReport) -> dict[str, Any]:
         doc["optimizer"] = o
     if r.allocator is not None:
         doc["allocator"] = asdict(r.allocator)
+    if (b := r.adaptive_batch) is not None:
+        doc["adaptive_batch"] = {
+            "micro_batch": b.micro_batch, "grad_accum": b.grad_accum,
+            "effective_batch": b.effective_batch, "changes": b.changes,
+            "last_change": None if b.last_reason is None and b.last_at_s is None else {
+                "reason": b.last_reason, "old_micro_batch": b.last_old_micro_batch,
+                "at_s": b.last_at_s}}
     return doc
 
 

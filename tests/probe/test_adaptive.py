@@ -152,7 +152,7 @@ def test_each_change_is_logged_and_published_in_the_probe_document(tmp_path, cap
     assert probe.publishes >= 2  # the thread's first publish, then one per change
     assert doc["adaptive_batch"]["micro_batch"] == 8
     assert doc["adaptive_batch"]["last_change"]["reason"] == "out-of-memory"
-    parse_probe_report(doc)  # still a valid gpuwatch.probe/1 document
+    assert parse_probe_report(doc).adaptive_batch.micro_batch == 8   # gpuwatch reads it
 
 
 def test_bad_arguments_are_refused():

@@ -50,6 +50,9 @@ def test_a_good_document_round_trips(folder):
     ("203.json", doc(203, model={"parameters": -5}), "unreadable"),
     ("204.json", doc(204, allocator={"reserved_bytes": "lots"}), "unreadable"),
     ("205.json", b"[" * 300_000, "larger than"),
+    ("206.json", doc(206, adaptive_batch={"micro_batch": -1}), "unreadable"),
+    ("207.json", doc(207, adaptive_batch={"last_change": {"at_s": "soon"}}), "unreadable"),
+    ("208.json", doc(208, adaptive_batch=[1, 2]), "unreadable"),
 ])
 def test_hostile_documents_are_ignored_with_a_reason(folder, name, content, why):
     write(folder, name, content)
@@ -105,3 +108,17 @@ def test_simulated_processes_publish_from_their_scenario(open_sim):
     a = report.allocator
     assert a.reserved_bytes > 3 * a.allocated_bytes and a.inactive_split_bytes > 30 * 1024**3
     assert report.model.parameters == 354823168
+
+
+def test_the_adaptive_batch_section_reads_back_and_describes_itself(folder):
+    change = {"step": 40, "old_micro_batch": 16, "micro_batch": 8, "grad_accum": 4,
+              "reason": "out-of-memory", "at_s": 1000.0}
+    write(folder, "300.json", doc(300, adaptive_batch={
+        "effective_batch": 32, "micro_batch": 8, "grad_accum": 4, "steps": 40,
+        "changes": 1, "last_change": change}))
+    report = ProbeDirectory(folder).read([300])[300]
+    batch = report.adaptive_batch
+    assert (batch.micro_batch, batch.grad_accum, batch.effective_batch) == (8, 4, 32)
+    assert batch.describe(1120.0) == "micro-batch 8 × 4 (lowered 2 min ago: out of memory)"
+    assert batch.describe(1030.0) == "micro-batch 8 × 4 (lowered 30 s ago: out of memory)"
+    assert parse_probe_report(probe_report_to_json(report)) == report

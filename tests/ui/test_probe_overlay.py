@@ -175,3 +175,15 @@ def test_the_process_plot_draws_the_allocated_line(make_window, scenario) -> Non
     assert history.ring(66120) is not None
     history.observe(replace(snap, timestamp_s=snap.timestamp_s + FORGET_AFTER_S + 1, probes=()))
     assert history.ring(66120) is None
+
+
+def test_an_adaptive_batch_shows_on_the_probed_process() -> None:
+    from gpuwatch.core.probe_format import AdaptiveBatchFacts, ProbeReport
+    from gpuwatch.ui.live.probe_view import probe_label, probe_tooltip
+
+    batch = AdaptiveBatchFacts(8, 4, 32, 1, "out-of-memory", 16, 1000.0)
+    report = ProbeReport(4242, 1090.0, adaptive_batch=batch)
+    assert probe_label(report) == "micro-batch 8 × 4"
+    assert ("Adaptive batch: micro-batch 8 × 4 (lowered 90 s ago: out of memory)"
+            in probe_tooltip(report, None, "iec").splitlines())
+    assert probe_label(replace(report, adaptive_batch=None)) == "probe"

@@ -100,6 +100,8 @@ def probe_label(report: ProbeReport) -> str:
     if report.optimizer is not None and report.optimizer.class_name:
         step = report.optimizer.step
         parts.append(report.optimizer.class_name + ("" if step is None else f" step {step}"))
+    if (batch := report.adaptive_batch) is not None and batch.micro_batch is not None:
+        parts.append(f"micro-batch {batch.micro_batch} × {batch.grad_accum or '?'}")
     return " · ".join(parts) or "probe"
 
 
@@ -123,6 +125,8 @@ def probe_tooltip(report: ProbeReport, used_bytes: int | None, units: UnitSystem
     """The process table's tooltip for a probed process (made on hover, not per sample)."""
     a = report.allocator
     lines = [f"Probed: {probe_label(report)}"]
+    if report.adaptive_batch is not None:      # e.g. "… (lowered 2 min ago: out of memory)"
+        lines.append("Adaptive batch: " + report.adaptive_batch.describe(report.published_at_s))
     if a is not None:
         lines.append(f"allocated {format_bytes(a.allocated_bytes, units)} · reserved "
                      f"{format_bytes(a.reserved_bytes, units)}")
