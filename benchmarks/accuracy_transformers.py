@@ -5,7 +5,8 @@ torch alone; this script traces the real ``transformers`` classes (GPT-2, Llama,
 BERT) the same way (``FakeTensorMode`` + ``MemTracker``, two steps of Trainer's loop,
 or a prefill with ``logits_to_keep=1``), from the same ``config.json`` the estimator
 reads (``spec_from_hf_config``), to show that the plain-torch models are faithful. It
-compares totals (inference: also activations and the KV cache). Attention dropout is 0
+compares totals (inference: also activations and the KV cache). LoRA rows use PEFT
+(``pip install peft``; skipped without it). Attention dropout is 0
 in SDPA rows: CUDA's flash kernel keeps no mask, the CPU kernel would fall back to the
 math path. Usage: ``python benchmarks/accuracy_transformers.py [FILTER]``; skips
 without transformers (``pip install transformers``).
@@ -53,9 +54,34 @@ def _infer(model, ids) -> dict[str, int]:
     return {"kv": kv, "activations": total - weights - kv, "total": total}
 
 
+def _with_lora(model, targets: str | list[str]):
+    """PEFT's LoRA (rank 16, fp32 adapters as ``autocast_adapter_dtype`` makes them).
+
+    Fake parameters cannot be swapped by ``Module.to``, so PEFT's moves are skipped (the
+    adapters are created in fp32 already); frozen weights become buffers, since
+    MemTracker hooks every parameter's gradient.
+    """
+    import peft
+
+    to = torch.nn.Module.to
+    torch.nn.Module.to = lambda self, *args, **kwargs: self
+    try:
+        model = peft.get_peft_model(model, peft.LoraConfig(
+            r=16, lora_alpha=16, target_modules=targets, lora_dropout=0.0))
+    finally:
+        torch.nn.Module.to = to
+    for module in list(model.modules()):
+        for name, param in list(module.named_parameters(recurse=False)):
+            if not param.requires_grad:
+                delattr(module, name)
+                module.register_buffer(name, param.detach())
+    return model
+
+
 def _train(model, ids, precision: str) -> dict[str, int]:
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
     mt = MemTracker()
     mt.track_external(model, opt)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "amp-bf16")
@@ -81,6 +107,8 @@ def trace(row: dict[str, Any]) -> dict[str, int]:
             model = row["model"](cfg)
         finally:
             torch.set_default_dtype(torch.float32)
+        if row.get("lora"):
+            model = _with_lora(model, row["lora"])
         if row.get("checkpointing"):
             model.gradient_checkpointing_enable(
                 gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -98,7 +126,9 @@ def check(name: str, row: dict[str, Any]) -> float:
                    Setup(precision=row["precision"], flash_attention=row["impl"] == "sdpa",
                          overhead_bytes=0,
                          dropout_mask_bytes=4.0 if row["precision"] == "fp32" else 2.0,
-                         checkpointing="full" if row.get("checkpointing") else "none"))
+                         checkpointing="full" if row.get("checkpointing") else "none",
+                         lora_rank=16 if row.get("lora") else 0,
+                         lora_targets=row.get("lora_targets", "q,v")))
     err = 100 * (est.total_bytes - traced["total"]) / traced["total"]
     line = (f"{name:<26}{est.total_bytes / MIB:>11.1f} MiB{traced['total'] / MIB:>11.1f} MiB"
             f"{err:>+8.1f}%")
@@ -139,6 +169,10 @@ def rows() -> dict[str, dict[str, Any]]:
         "qwen2 bf16 sdpa": {**Q, "precision": "bf16", "impl": "sdpa"},
         "qwen2 bf16 checkpointing": {**Q, "precision": "bf16", "impl": "sdpa",
                                      "checkpointing": True},
+        "llama LoRA q,v bf16": {**L, "precision": "bf16", "impl": "sdpa",
+                                "lora": ["q_proj", "v_proj"], "lora_targets": "q,v"},
+        "llama LoRA all-linear bf16": {**L, "precision": "bf16", "impl": "sdpa",
+                                       "lora": "all-linear", "lora_targets": "all-linear"},
         "bert fp32 eager": {**B, "kw": bert, "precision": "fp32", "impl": "eager"},
         "bert fp32 sdpa": {**B, "kw": {**bert, "attention_probs_dropout_prob": 0.0},
                            "precision": "fp32", "impl": "sdpa"},
@@ -153,9 +187,16 @@ def rows() -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str]) -> int:
     wanted = argv[1] if len(argv) > 1 else ""
+    try:
+        import peft  # noqa: F401
+    except ImportError:
+        print("LoRA rows skipped: pip install peft")
+        wanted_rows = {k: v for k, v in rows().items() if "lora" not in v}
+    else:
+        wanted_rows = rows()
     print(f"torch {torch.__version__}, transformers {T.__version__}; total peak")
     print(f"{'row':<26}{'estimate':>15}{'traced':>15}{'error':>9}")
-    worst = max((abs(check(name, row)) for name, row in rows().items() if wanted in name),
+    worst = max((abs(check(name, row)) for name, row in wanted_rows.items() if wanted in name),
                 default=0.0)
     return 0 if worst <= 8 else 1
 
