@@ -8,14 +8,21 @@ but count each saved tensor with its own width and dtype, so one formula covers:
   eager attention materialises them at h, as ``repeat_kv`` does),
 * gated MLPs (SwiGLU keeps gate, up, SiLU(gate) and their product: 4·f) and
   mixtures of experts (each token's ``experts_per_token`` experts),
-* torch autocast (residual stream and softmax in fp32, matmul inputs in 16 bits),
+* torch autocast (residual stream and softmax in fp32, matmul inputs in 16 bits,
+  one 16-bit copy of a norm's output per projection that reads it),
+* HF's RMSNorm (its fp32 upcast and the normalized tensor), GPT-2's ``gelu_new``
+  (five ffn-wide tensors), SDPA's output laid out for the output projection,
+* a frozen LoRA base (no inputs kept for frozen weights; an fp32 copy per adapter),
+* the loss backward (12 B per logit; the logits themselves are freed by a loop that
+  keeps only the loss),
 * dropout masks (1 byte on CUDA; absent when dropout is 0),
 * tensor parallelism (÷t on the parallel part), sequence parallelism (÷t on the
   rest), selective recompute (drops the a·s² scores), full recompute (keeps the
   layer input), and flash attention (O(s) statistics instead of a·s² scores).
 
 Sizes are bytes for ``b`` samples of ``s`` tokens. Every term is b × (c1·s + c2·s²),
-which the solver relies on.
+which the solver relies on. ``benchmarks/accuracy.py`` checks each against traced
+PyTorch steps.
 """
 
 from __future__ import annotations
