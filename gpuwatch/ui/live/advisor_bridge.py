@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpuwatch.ui.live.main_window import MainWindow
 
 ProcessKey = tuple[int, int]          # (gpu index, pid)
+PENDING_EVERY_S = 5.0
 HintKey = tuple[str, int | None, int | None]
 
 
@@ -47,6 +48,7 @@ class WindowAdvisor(QObject):
         self.update_ms: deque[float] = deque(maxlen=600)
         self.show_ms: deque[float] = deque(maxlen=600)
         self._unseen = False         # hints changed while the window was out of sight
+        self._pending_at: float | None = None    # snapshot time pending checks were shown
         window.advisor.hint_activated.connect(self.show_target)
         window.installEventFilter(self)
 
@@ -82,7 +84,18 @@ class WindowAdvisor(QObject):
         self.window.set_hints([hint_view(h) for h in self.active])
         self.window.hint_banner.set_hints(self.active)
         if not self.active:
-            self.window.advisor.set_pending(self.engine.pending_judgements())
+            self._show_pending()
+
+    def _show_pending(self) -> None:
+        """What cannot judge yet ("needs 12 min of history: 5 min so far"), counted in
+        whole minutes of snapshot time: worked out again every PENDING_EVERY_S, not on
+        every sample (it reads every process's history)."""
+        latest = self.window.history.latest
+        now = latest.timestamp_s if latest is not None else 0.0
+        if self._pending_at is not None and 0 <= now - self._pending_at < PENDING_EVERY_S:
+            return
+        self._pending_at = now
+        self.window.advisor.set_pending(self.engine.pending_judgements())
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """The window seen again (shown, restored): bring the hints shown up to date."""
