@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import format_snapshot
@@ -16,7 +17,10 @@ from gpuwatch.telemetry.source import open_backend
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
-    backend = open_backend(options.source_options(args, pcie_inline=True))
+    source = options.source_options(args, pcie_inline=True)
+    if source.demo is not None:          # simulated: the sample is taken exactly at --at
+        source = replace(source, time_scale="max")
+    backend = open_backend(source)
     try:
         snap = backend.sample()
     finally:

@@ -1,6 +1,11 @@
-"""`gpuwatch record`'s one line per GPU: what a GPU that cannot be read says."""
+"""`gpuwatch record`'s one line per GPU (what a GPU that cannot be read says), and
+`gpuwatch snapshot` on simulated GPUs taken exactly at its time."""
 
 from __future__ import annotations
+
+import json
+
+from cli_support import run
 
 from gpuwatch.commands.snapshot_text import format_tick
 from gpuwatch.core.snapshot import (
@@ -33,3 +38,12 @@ def test_a_gpu_in_error_with_known_memory_still_shows_it():
     partial = GpuSample(0, None, "g", GpuState.ERROR, MemoryInfo(80 * 2**30, 2**30, None, None),
                         error="utilisation could not be read")
     assert "1.0 GiB / 80.0 GiB" in _tick(partial)[0]
+
+
+def test_a_simulated_snapshot_is_taken_exactly_at_its_time(capsys):
+    outs = []
+    for _ in range(3):                 # the sawtooth moves within milliseconds
+        code, out, _ = run(capsys, "snapshot", "--demo", "--at", "600", "--json")
+        assert code == 0
+        outs.append([g["memory"] for g in json.loads(out)["gpus"]])
+    assert outs[0] == outs[1] == outs[2]
