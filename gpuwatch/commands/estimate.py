@@ -197,6 +197,10 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
     except UnitError as e:
         raise BudgetError("--overhead", f"--overhead must be auto or a size: {e}.") from None
     teacher = lookup_model(args.teacher, wl.image) if args.teacher else None
+    lora_rank = _int(args.lora, "--lora", 0, MAX_LORA_RANK)
+    if args.lora_targets is not None and not lora_rank:
+        raise BudgetError("--lora-targets", "--lora-targets chooses where LoRA adapters go; "
+                          "add --lora RANK")
     setup = Setup(
         precision=(args.precision or default_precision(wl.mode)).lower(),
         optimizer=args.optimizer.lower().replace("-", ""),
@@ -208,8 +212,8 @@ def build(args: argparse.Namespace) -> tuple[ModelSpec, Workload, Setup, int | N
         pp=_int(args.pp, "--pp", 1, MAX_LAYERS),
         sequence_parallel=args.sequence_parallel,
         offload=args.offload,
-        lora_rank=_int(args.lora, "--lora", 0, MAX_LORA_RANK),
-        lora_targets=args.lora_targets,
+        lora_rank=lora_rank,
+        lora_targets=args.lora_targets or "q,v",
         keep_logits=args.keep_logits,
         foreach_optimizer=_optimizer_step(args.optimizer_step),
         dropout_mask_bytes=_float(args.dropout_mask_bytes, "--dropout-mask-bytes"),

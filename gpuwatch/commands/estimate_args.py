@@ -134,10 +134,10 @@ def declare(p: argparse.ArgumentParser) -> None:
     s.add_argument("--lora", default="0", metavar="RANK",
                    help=f"train LoRA adapters of this rank, 0 to {MAX_LORA_RANK:,} "
                         "(default %(default)s: no adapters, every weight is trained)")
-    s.add_argument("--lora-targets", default="q,v", metavar="LIST",
+    s.add_argument("--lora-targets", metavar="LIST",
                    help="with --lora: the projections that get adapters: q,v (PEFT's "
                         "default), all-linear, attention, mlp, or a comma list of q, k, v, "
-                        "o, gate, up, down (default %(default)s)")
+                        "o, gate, up, down (default q,v)")
     s.add_argument("--keep-logits", action="store_true",
                    help="the training loop holds the model's output (the b·s·V logits) "
                         "through backward (default: off; only the loss is kept, as "

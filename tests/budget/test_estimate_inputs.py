@@ -59,6 +59,7 @@ def refused(capsys, *argv: str) -> str:
     (["--model", "gpt2", "--grad-accum", "1e400"], "--grad-accum"),
     (["--model", "gpt2", "--dp", "0"], "--dp"),
     (["--model", "gpt2", "--lora", "1e9"], "--lora"),
+    (["--model", "gpt2", "--lora-targets", "q,v"], "add --lora RANK"),
     (["--model", "gpt2", "--sparsity", "nan"], "finite"),
     (["--model", "gpt2", "--sparsity", "inf"], "finite"),
     (["--model", "gpt2", "--sparsity", "-0.5"], "fraction"),
