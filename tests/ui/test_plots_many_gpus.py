@@ -14,8 +14,15 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel
 
 from gpuwatch.ui.widgets.decimate import band_decimate
-from gpuwatch.ui.widgets.plot_items import DASHES, HIGHLIGHT_WIDTH, finite_runs, gpu_pen, lost_spans
-from gpuwatch.ui.widgets.plots import TimePlots
+from gpuwatch.ui.widgets.plot_items import (
+    DASHES,
+    HIGHLIGHT_WIDTH,
+    finite_runs,
+    gpu_pen,
+    lost_spans,
+    nearest_line,
+)
+from gpuwatch.ui.widgets.plots import HOVER_PX
 from tests.ui.conftest import feed
 
 
@@ -65,14 +72,14 @@ def test_hovering_a_line_highlights_that_gpu_in_both_plots(make_window, scenario
     gpu1 = snap.gpu(1)
     assert gpu1 is not None and gpu1.memory.used_bytes is not None
     at = QPointF(snap.timestamp_s - 20, gpu1.memory.used_bytes / 2**30)
-    assert TimePlots.nearest_line(vb, plots._mem_curves, at) == 1
+    assert nearest_line(vb, plots._mem_curves, at, HOVER_PX) == 1
     plots._hover(plots.memory, vb.mapViewToScene(at))
     assert plots.highlight == 1 and plots.legend.highlight == 1
     for curves in (plots._mem_curves, plots._bw_curves):
         assert curves[1].opts["pen"].widthF() == HIGHLIGHT_WIDTH
         assert curves[0].opts["pen"].widthF() < HIGHLIGHT_WIDTH
     far = QPointF(at.x(), at.y() + 200)                   # nowhere near a line
-    assert TimePlots.nearest_line(vb, plots._mem_curves, far) is None
+    assert nearest_line(vb, plots._mem_curves, far, HOVER_PX) is None
     plots.memory.left_plot.emit()
     assert plots.highlight is None
 

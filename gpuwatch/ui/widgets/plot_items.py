@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.functions as fn
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPolygonF
 
 from gpuwatch.ui.widgets import theme
@@ -197,3 +197,26 @@ def lost_spans(t: np.ndarray, total: np.ndarray, bandwidth: np.ndarray,
         end = t[b] if b < len(t) else t[b - 1]
         out.append((float(t[a]), float(end)))
     return out
+
+
+def nearest_line(vb: pg.ViewBox, curves: dict[int, pg.PlotCurveItem], at: QPointF,
+                 within_px: float) -> int | None:
+    """The GPU whose shown line passes within ``within_px`` of ``at`` (view
+    coordinates), the nearest if several."""
+    (_, _), (y0, y1) = vb.viewRange()
+    px_per_unit = vb.height() / max(1e-12, y1 - y0)
+    best, best_px = None, float(within_px)
+    for index, curve in curves.items():
+        x, y = curve.xData, curve.yData
+        if not curve.isVisible() or x is None or len(x) == 0:
+            continue
+        i = int(np.searchsorted(x, at.x()))
+        near = y[max(0, i - 2):i + 2]
+        near = near[np.isfinite(near)]
+        if not len(near):
+            continue
+        low, high = float(near.min()), float(near.max())
+        gap = 0.0 if low <= at.y() <= high else min(abs(low - at.y()), abs(high - at.y()))
+        if gap * px_per_unit < best_px:
+            best, best_px = index, gap * px_per_unit
+    return best

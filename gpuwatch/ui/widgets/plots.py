@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, Signal
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gpuwatch.core.history import History, Ring
@@ -35,7 +35,9 @@ from gpuwatch.ui.widgets.plot_items import (
     SpanItem,
     gpu_pen,
     lost_spans,
+    nearest_line,
 )
+from gpuwatch.ui.widgets.plot_lines import MarkLines
 from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the plots' users
     TimePlot,
     WindowCurve,
@@ -84,12 +86,12 @@ class TimePlots(QWidget):
         self._mem_curves: dict[int, WindowCurve] = {}
         self._bw_curves: dict[int, WindowCurve] = {}
         self._bw_bands: dict[int, BandItem] = {}
-        self._capacity_lines: dict[float, pg.InfiniteLine] = {}
-        self._peak_lines: dict[float, pg.InfiniteLine] = {}
 
         self.memory = TimePlot(MEMORY_TITLE, "GiB")
         self.bandwidth = TimePlot(BANDWIDTH_TITLE, "GB/s")
         self.bandwidth.setXLink(self.memory)
+        self.capacity_marks = MarkLines(self.memory)
+        self.peak_marks = MarkLines(self.bandwidth)
         self.legend = GpuLegend()
         self.legend.hovered.connect(lambda i: self.set_highlight(None if i < 0 else i))
         self.legend.clicked.connect(self.focus_requested)
@@ -236,12 +238,12 @@ class TimePlots(QWidget):
         self._drop_lines()
         self.refresh(force=True)
 
+    _capacity_lines = property(lambda self: self.capacity_marks.lines)
+    _peak_lines = property(lambda self: self.peak_marks.lines)
+
     def _drop_lines(self) -> None:
-        for plot, lines in ((self.memory, self._capacity_lines),
-                            (self.bandwidth, self._peak_lines)):
-            for line in lines.values():
-                plot.removeItem(line)
-            lines.clear()
+        self.capacity_marks.drop()
+        self.peak_marks.drop()
 
     def _user_moved(self, *_: object) -> None:
         if not self._setting_range and self.live:
@@ -254,30 +256,7 @@ class TimePlots(QWidget):
         if not vb.sceneBoundingRect().contains(pos):
             self.set_highlight(None)
             return
-        self.set_highlight(self.nearest_line(vb, curves, vb.mapSceneToView(pos)))
-
-    @staticmethod
-    def nearest_line(vb: pg.ViewBox, curves: dict[int, WindowCurve],
-                     at: QPointF) -> int | None:
-        """The GPU whose shown line passes within :data:`HOVER_PX` of ``at`` (view
-        coordinates), the nearest if several."""
-        (_, _), (y0, y1) = vb.viewRange()
-        px_per_unit = vb.height() / max(1e-12, y1 - y0)
-        best, best_px = None, float(HOVER_PX)
-        for index, curve in curves.items():
-            x, y = curve.xData, curve.yData
-            if not curve.isVisible() or x is None or len(x) == 0:
-                continue
-            i = int(np.searchsorted(x, at.x()))
-            near = y[max(0, i - 2):i + 2]
-            near = near[np.isfinite(near)]
-            if not len(near):
-                continue
-            low, high = float(near.min()), float(near.max())
-            gap = 0.0 if low <= at.y() <= high else min(abs(low - at.y()), abs(high - at.y()))
-            if gap * px_per_unit < best_px:
-                best, best_px = index, gap * px_per_unit
-        return best
+        self.set_highlight(nearest_line(vb, curves, vb.mapSceneToView(pos), HOVER_PX))
 
     # drawing -------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> None:
@@ -331,8 +310,8 @@ class TimePlots(QWidget):
                                                       g.index == self.focus)}
         self._update_peaks(peaks, bw_scale)
         self._fit_bandwidth(bounds(*bandwidths)[1], max(peaks) / bw_scale if peaks else None)
-        if self._new_items:
-            self._new_items = False
+        if self._new_items or self.capacity_marks.added or self.peak_marks.added:
+            self._new_items = self.capacity_marks.added = self.peak_marks.added = False
             cache_text_items(self.memory)
             cache_text_items(self.bandwidth)
         if self.live:
@@ -393,7 +372,7 @@ class TimePlots(QWidget):
         if self._bw_top is not None:
             line, half = label_px()
             view_px = self.bandwidth.getViewBox().height()
-            roomy = self._label_room(self._peak_lines, view_px, line)
+            roomy = self.peak_marks.fit_labels(view_px, line)
             above = line if self._bw_line and roomy else half
             self._set_y(self.bandwidth, *zero_based_range(self._bw_top, view_px, above, half))
 
@@ -410,20 +389,9 @@ class TimePlots(QWidget):
         if top is not None:
             line, half = label_px()
             view_px = self.memory.getViewBox().height()
-            roomy = self._label_room(self._capacity_lines, view_px, line)
+            roomy = self.capacity_marks.fit_labels(view_px, line)
             above = line if self._mem_top is not None and roomy else half
             self._set_y(self.memory, *zero_based_range(top, view_px, above, half))
-
-    @staticmethod
-    def _label_room(lines: dict[float, pg.InfiniteLine], view_px: float, line_px: float) -> bool:
-        """Whether the plot is tall enough for labels over its lines (three label
-        heights); a shorter one keeps the dashed lines and shows their labels as tooltips
-        rather than spend a third of its height on them."""
-        roomy = view_px <= 0 or view_px >= 3 * line_px
-        for item in lines.values():
-            if item.label.isVisible() != roomy:
-                item.label.setVisible(roomy)
-        return roomy
 
     def _curve(self, plot: pg.PlotWidget, curves: dict[int, WindowCurve],
                index: int) -> WindowCurve:
@@ -452,37 +420,16 @@ class TimePlots(QWidget):
             self.bandwidth.addItem(band, ignoreBounds=True)
         return band
 
-    def _line(self, value: float, label: str) -> pg.InfiniteLine:
-        muted = theme.colors().muted
-        self._new_items = True
-        line = pg.InfiniteLine(pos=value, angle=0,
-                               pen=pg.mkPen(muted, width=1, style=Qt.PenStyle.DashLine),
-                               label=label, labelOpts={"position": 0.02, "color": muted,
-                                                       "anchors": [(0, 1), (0, 1)]})
-        line.setToolTip(label)
-        return line
-
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
-        for total in list(self._capacity_lines):
-            if total not in capacities:
-                self.memory.removeItem(self._capacity_lines.pop(total))
-        for total in capacities:
-            if total not in self._capacity_lines:
-                line = self._line(total / scale, f"capacity {format_bytes(total, self.units)}")
-                self.memory.addItem(line)
-                self._capacity_lines[total] = line
+        self.capacity_marks.update({total: (total / scale,
+                                            f"capacity {format_bytes(total, self.units)}")
+                                    for total in capacities})
         self._mem_top = max(capacities) / scale if capacities else None
 
     def _update_peaks(self, peaks: set[float], scale: float) -> None:
         """A dashed line at each distinct peak bandwidth shown, like the capacity line."""
-        for peak in list(self._peak_lines):
-            if peak not in peaks:
-                self.bandwidth.removeItem(self._peak_lines.pop(peak))
-        for peak in peaks:
-            if peak not in self._peak_lines:
-                line = self._line(peak / scale, f"peak {peak / scale:,.0f} GB/s")
-                self.bandwidth.addItem(line)
-                self._peak_lines[peak] = line
+        self.peak_marks.update({peak: (peak / scale, f"peak {peak / scale:,.0f} GB/s")
+                                for peak in peaks})
 
     def clear(self) -> None:
         for plot, items in ((self.memory, self._mem_curves), (self.bandwidth, self._bw_curves),
