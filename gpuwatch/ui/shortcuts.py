@@ -14,7 +14,7 @@ SHORTCUTS = {
 DESCRIPTIONS = (
     ("Space", "Pause or resume the plots (drag a paused plot to scroll back)"),
     ("1 · 2 · 3 · 4", "Plot the last 1 min · 10 min · 1 h · 24 h"),
-    ("Ctrl+1 · 2 · 3", "Processes · Budget · Advisor tab"),
+    ("Ctrl+1 · 2 · 3 · 4", "Processes · Budget · Advisor · Plan tab"),
     ("Ctrl+F", "Filter processes"),
     ("Ctrl+C", "Copy the selected process's command line"),
     ("Ctrl+L", "Link the selected process to the budget in the form"),

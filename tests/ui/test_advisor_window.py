@@ -38,6 +38,7 @@ def test_clicking_a_hint_selects_its_gpu_and_process(make_window, scenario, qtbo
     window.show()
     backend = scenario("oom-ramp")
     feed(window, backend, range(0, 200, 2))
+    window.processes.table.clearSelection()   # the largest process is selected by default
     assert window.processes.selected_key() is None
     # a hint about the whole GPU selects the process holding the most of it
     assert window.hint_source.open_hint(("oom-risk", 0, None))

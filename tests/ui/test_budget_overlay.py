@@ -86,3 +86,15 @@ def test_guessing_a_budget_from_a_command_line() -> None:
     assert r is not None and (r.zero, r.dp, r.batch) == (2, 8, 2)
     assert request_from_cmdline(("python", "train.py", "--config", "x.yaml")) is None
     assert request_from_cmdline(("python", "t.py", "--model", "nope")) is None
+
+
+def test_the_budget_form_follows_the_usual_precision_of_its_mode(make_window) -> None:
+    budget = make_window().budget
+    assert (budget.mode.currentText(), budget.precision.currentText()) == ("train", "amp-bf16")
+    budget.mode.setCurrentText("infer")            # serving loads 16-bit weights
+    assert budget.precision.currentText() == "bf16"
+    budget.mode.setCurrentText("train")
+    assert budget.precision.currentText() == "amp-bf16"
+    budget.precision.setCurrentText("fp32")        # the user's choice stays
+    budget.mode.setCurrentText("infer")
+    assert budget.precision.currentText() == "fp32"

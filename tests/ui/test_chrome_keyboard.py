@@ -5,7 +5,7 @@ start, and empty states that say what is happening."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
@@ -194,3 +194,12 @@ def test_with_only_exited_rows_the_plot_says_so(make_window, scenario, qtbot) ->
     assert panel.model.live_rows == 0 and panel.model.exited_rows == 1
     assert panel.selected_key() is None                      # not chosen for the user
     assert panel.detail_title.text().startswith("No process is using GPU memory now")
+
+
+def test_every_tab_has_a_view_menu_entry_and_shortcut(make_window) -> None:
+    window = make_window()
+    names = [window.tabs.tabText(i).split(" (")[0] for i in range(window.tabs.count())]
+    shortcuts = {a.text(): a.shortcut() for a in window.findChildren(QAction)}
+    for i, name in enumerate(names):
+        assert shortcuts.get(name) == QKeySequence(f"Ctrl+{i + 1}"), name
+    assert "Plan" in names

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuwatch.budget.workload import default_precision
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.live import budget_adapter as ba
 from gpuwatch.ui.live.budget_links import BudgetLinks
@@ -188,10 +189,20 @@ class BudgetPanel(QWidget):
         self._timer.timeout.connect(self.recompute)
         for w in (self.model, self.mode, self.precision, self.optimizer, self.checkpointing):
             w.currentTextChanged.connect(self._timer.start)
+        self._mode_shown = self.mode.currentText()
+        self.mode.currentTextChanged.connect(self._mode_changed)
         for s in (self.batch, self.seq, self.zero, self.dp, self.lora):
             s.valueChanged.connect(self._timer.start)
         self.flash.toggled.connect(self._timer.start)
         self.recompute()
+
+    def _mode_changed(self, mode: str) -> None:
+        """Training and inference have different usual precisions (amp-bf16 keeps fp32
+        weights; serving loads bf16 ones): a precision left at the old mode's default
+        follows the new mode's, as `gpuwatch estimate` does; one the user chose stays."""
+        old, self._mode_shown = self._mode_shown, mode
+        if self.precision.currentText() == default_precision(old):
+            self.precision.setCurrentText(default_precision(mode))
 
     # the request ----------------------------------------------------------------------
     def request(self) -> ba.BudgetRequest:

@@ -156,7 +156,7 @@ class MainWindow(QMainWindow):
         self.hint_source = WindowAdvisor(self)
         self.hint_source.hints_changed.connect(self.cards.show_hints)
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
-        build_menus(self, TABS)
+        build_menus(self, (*TABS, "Plan"))
         self._restore()
         self.apply_preferences(self.prefs, initial=True)
         self.processes.fit_columns(keep_widths=settings.state("process_header") is not None)

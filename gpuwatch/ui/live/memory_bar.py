@@ -27,7 +27,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay, budget_color
 from gpuwatch.ui.widgets import theme
 
 
@@ -112,8 +112,7 @@ class MemoryBar(QWidget):
         if overlay is not None:
             prefix = "Probe · " if overlay.from_probe else "Predicted "
             for key, size in overlay.prediction.categories:
-                color = QColor(theme.CATEGORY_COLORS.get(_COLOR_OF.get(key, key),
-                                                         theme.CATEGORY_COLORS["other"]))
+                color = QColor(budget_color(key))     # the budget's own muted palette
                 pred.append(Segment(size, color, f"{prefix}{CATEGORY_LABELS.get(key, key)}: "
                                     f"{_fmt(size, units)}"))
             if overlay.unexplained_bytes and not overlay.from_probe:
@@ -307,9 +306,6 @@ class MemoryBar(QWidget):
     def segment_tooltips(self) -> list[str]:
         """The tooltips in drawing order (measured row, then predicted row); for tests."""
         return [s.tooltip for s in self._segments + self._prediction]
-
-
-_COLOR_OF = {"temporaries": "activations"}
 
 
 def _fmt(n: float, units: str) -> str:

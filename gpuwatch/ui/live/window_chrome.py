@@ -115,9 +115,9 @@ QTabBar::tab:focus {{ border: 2px solid {ring}; }}
 def name_widgets(window: MainWindow) -> None:
     """Accessible names and descriptions for what the window itself holds."""
     names = (
-        (window.tabs, "Processes, budget and advisor",
-         "Tabs: the processes on the GPUs, the memory budget form, the advisor's hints "
-         "(Ctrl+1, Ctrl+2, Ctrl+3)"),
+        (window.tabs, "Processes, budget, advisor and plan",
+         "Tabs: the processes on the GPUs, the memory budget form, the advisor's hints, "
+         "the hardware plan (Ctrl+1, Ctrl+2, Ctrl+3, Ctrl+4)"),
         (window.status_backend, "Data source", "Where the GPU figures come from"),
         (window.status_interval, "Sampling interval", "How often the GPUs are sampled"),
         (window.status_state, "Sampling state", "Whether sampling runs, whether the plots "
