@@ -6,10 +6,10 @@ from __future__ import annotations
 from PySide6.QtWidgets import QApplication
 
 from gpuwatch.core.hints import Hint, Severity
-from gpuwatch.core.snapshot import GpuState
+from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo
 from gpuwatch.ui.live.budget_adapter import BudgetRequest, predict
 from gpuwatch.ui.live.card_state import hint_titles, lost_phrase, since_text, worst_levels
-from gpuwatch.ui.live.card_texts import budget_html, link_text
+from gpuwatch.ui.live.card_texts import budget_html, link_text, metric_texts
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.widgets import theme
 from tests.ui.conftest import feed
@@ -120,3 +120,12 @@ def test_a_lost_gpu_is_the_loudest_card(make_window, scenario) -> None:
     feed(window, backend, [100])                        # back after a reset at 90 s
     assert card.state is GpuState.OK and card.outline is None and card.badge.isHidden()
     assert card.percent.text().endswith("% used") and not card.free.isHidden()
+
+
+def test_bandwidth_without_a_known_peak_says_so_instead_of_two_unknowns() -> None:
+    g = GpuSample(0, None, "L40S", GpuState.OK, MemoryInfo(1, 0, 1, 0), memory_busy_percent=50)
+    assert metric_texts(g)[1] == "bandwidth n/a (peak unknown)"
+    assert metric_texts(g, compact=True)[1] == "bandwidth n/a"
+    known = GpuSample(0, None, "A100", GpuState.OK, MemoryInfo(1, 0, 1, 0),
+                      peak_bandwidth_bytes_per_s=2e12, estimated_bandwidth_bytes_per_s=1e12)
+    assert metric_texts(known)[1].startswith("≈ 1.0 TB/s est. of 2.0 TB/s")

@@ -80,10 +80,15 @@ def metric_texts(g: GpuSample, compact: bool = False) -> tuple[str, str, str, st
         else link_text("NVLink", g.nvlink_rx_bytes_per_s, g.nvlink_tx_bytes_per_s, compact)
     pcie = link_text("PCIe", g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s, compact)
     busy = format_percent(g.memory_busy_percent)
+    if g.estimated_bandwidth_bytes_per_s is None:   # no peak known: no estimate to give
+        bandwidth = "bandwidth n/a" if compact else "bandwidth n/a (peak unknown)" \
+            if g.peak_bandwidth_bytes_per_s is None else f"bandwidth n/a of {peak}"
+    else:
+        bandwidth = f"≈ {rate} est." if compact else f"≈ {rate} est. of {peak}"
     if compact:
-        return (f"Mem busy {busy}", f"≈ {rate} est.",
+        return (f"Mem busy {busy}", bandwidth,
                 f"GPU busy {format_percent(g.gpu_util_percent)}", pcie, nvlink)
-    return (f"Memory busy {busy} of time", f"≈ {rate} est. of {peak}",
+    return (f"Memory busy {busy} of time", bandwidth,
             f"GPU busy {format_percent(g.gpu_util_percent)}", pcie, nvlink)
 
 
