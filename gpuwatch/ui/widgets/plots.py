@@ -118,6 +118,7 @@ class TimePlots(QWidget):
         for plot in (self.memory, self.bandwidth):
             plot.setXRange(now - self.window_s, now, padding=0)
         self._mem_data_top = self._bw_top = 1.0
+        self.bandwidth_unknown = False      # no GPU shown has a known peak or estimate
         self._fit_memory()
         self._fit_bandwidth()
         self.waiting = pg.TextItem(WAITING, color=theme.colors().muted, anchor=(0.5, 0.5))
@@ -195,15 +196,24 @@ class TimePlots(QWidget):
             return
         self.focus = index
         self.legend.set_focus(index)
-        if index is None:
-            self.memory.setTitle(MEMORY_TITLE, size="10pt")
-            self.bandwidth.setTitle(BANDWIDTH_TITLE, size="10pt")
-        else:
-            self.memory.setTitle(f"Memory used · GPU {index} only", size="10pt")
-            self.bandwidth.setTitle(f"Estimated memory bandwidth · GPU {index} only",
-                                    size="10pt")
-        self._new_items = True
+        self._set_titles()
         self.refresh(force=True)
+
+    def _set_titles(self) -> None:
+        """The plots' titles: which GPUs they show, and (empty state) a bandwidth that
+        cannot be estimated because NVML gives no bus width or clock for its peak."""
+        index = self.focus
+        which = "these GPUs" if index is None else f"GPU {index}"
+        self.memory.setTitle(MEMORY_TITLE if index is None else
+                             f"Memory used · GPU {index} only", size="10pt")
+        if self.bandwidth_unknown:
+            title = f"Memory bandwidth: not known for {which} (no peak from NVML)"
+        elif index is None:
+            title = BANDWIDTH_TITLE
+        else:
+            title = f"Estimated memory bandwidth · GPU {index} only"
+        self.bandwidth.setTitle(title, size="10pt")
+        self._new_items = True
 
     def set_highlight(self, index: int | None) -> None:
         """Draw GPU ``index``'s lines wide and on top (None: all alike)."""
@@ -309,6 +319,10 @@ class TimePlots(QWidget):
                  if g.peak_bandwidth_bytes_per_s and (self.focus is None or
                                                       g.index == self.focus)}
         self._update_peaks(peaks, bw_scale)
+        unknown = not peaks and not np.isfinite(bounds(*bandwidths)[1])
+        if unknown != self.bandwidth_unknown:
+            self.bandwidth_unknown = unknown
+            self._set_titles()
         self._fit_bandwidth(bounds(*bandwidths)[1], max(peaks) / bw_scale if peaks else None)
         if self._new_items or self.capacity_marks.added or self.peak_marks.added:
             self._new_items = self.capacity_marks.added = self.peak_marks.added = False
