@@ -51,7 +51,7 @@ uninstall-desktop:
 
 # The public library parts (the estimator and the in-process probe) are typed.
 typecheck: $(STAMP)
-	$(BIN)/mypy gpuwatch/budget gpuwatch/probe
+	$(BIN)/mypy gpuwatch/budget gpuwatch/probe gpuwatch/plan
 
 # The application icon's PNGs, rendered again from its SVG.
 icons: $(STAMP)
