@@ -13,9 +13,9 @@ def test_a_bandwidth_without_a_known_peak_says_so(make_window, scenario) -> None
     window = make_window()
     feed(window, scenario("contention"), range(60, 70))      # L40S: no bus width or clock
     assert window.plots.bandwidth_unknown
-    assert "not known for these GPUs" in _title(window)
+    assert "Memory bandwidth unknown: NVML gives no peak" in _title(window)
     window.focus_gpu(1)
-    assert "not known for GPU 1" in _title(window)
+    assert "unknown for GPU 1" in _title(window)
 
 
 def test_a_known_bandwidth_keeps_its_title(make_window, scenario) -> None:

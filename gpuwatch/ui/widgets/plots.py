@@ -203,11 +203,11 @@ class TimePlots(QWidget):
         """The plots' titles: which GPUs they show, and (empty state) a bandwidth that
         cannot be estimated because NVML gives no bus width or clock for its peak."""
         index = self.focus
-        which = "these GPUs" if index is None else f"GPU {index}"
         self.memory.setTitle(MEMORY_TITLE if index is None else
                              f"Memory used · GPU {index} only", size="10pt")
         if self.bandwidth_unknown:
-            title = f"Memory bandwidth: not known for {which} (no peak from NVML)"
+            title = ("Memory bandwidth unknown: NVML gives no peak" if index is None else
+                     f"Memory bandwidth unknown for GPU {index}: no peak")
         elif index is None:
             title = BANDWIDTH_TITLE
         else:
