@@ -1,4 +1,5 @@
-"""Empty states of the time plots: a bandwidth that cannot be estimated says so."""
+"""Empty states and labels of the time plots: a bandwidth that cannot be estimated says
+so; labels of reference lines close in value stay apart."""
 
 from __future__ import annotations
 
@@ -23,3 +24,17 @@ def test_a_known_bandwidth_keeps_its_title(make_window, scenario) -> None:
     feed(window, scenario("bandwidth"), range(60, 70))
     assert not window.plots.bandwidth_unknown
     assert _title(window).startswith("Estimated memory bandwidth")
+
+
+def test_labels_of_close_reference_lines_do_not_overlap(make_window, scenario, qtbot) -> None:
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    feed(window, scenario("workstation"), range(60, 70))   # peaks of 1,008 and 936 GB/s
+    qtbot.wait(50)
+    labels = [line.label for line in window.plots.peak_marks.lines.values()]
+    assert len(labels) == 2 and all(label.isVisible() for label in labels)
+    a, b = (label.sceneBoundingRect() for label in labels)
+    assert a.height() > 0 and abs(a.center().y() - b.center().y()) < a.height()  # close
+    assert not a.intersects(b)

@@ -12,6 +12,8 @@ from PySide6.QtCore import Qt
 
 from gpuwatch.ui.widgets import theme
 
+LABEL_AT = (0.02, 0.36, 0.70)    # where along its line each label sits, by the line's rank
+
 
 class MarkLines:
     """The reference lines of one plot, keyed by what they mark (e.g. bytes of capacity)."""
@@ -31,6 +33,10 @@ class MarkLines:
                 self.lines[key] = line = self._line(position, label)
                 self.plot.addItem(line)
                 self.added = True
+        # lines close in value (two GPUs' peaks of 1,008 and 936 GB/s) would print their
+        # labels over each other at the left: each next line's label starts further right
+        for rank, key in enumerate(sorted(self.lines)):
+            self.lines[key].label.setPosition(LABEL_AT[rank % len(LABEL_AT)])
 
     def drop(self) -> None:
         """Remove every line (units or theme changed: they are made again)."""
