@@ -58,7 +58,7 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
     view.show()
     qtbot.waitExposed(view)
     backend = scenario("multi-gpu-ddp")
-    for t in range(300, 330, 3):
+    for t in range(300, 420, 3):      # 2 min: columns of the 10 min sparkline fill
         snap = sample_at(backend, t)
         history.append(snap)
         view.update_snapshot(snap, "iec", Thresholds(), {})
