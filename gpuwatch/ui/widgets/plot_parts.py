@@ -164,3 +164,22 @@ class TimePlot(pg.PlotWidget):
     def leaveEvent(self, event: Any) -> None:
         self.left_plot.emit()
         super().leaveEvent(event)
+
+
+MEMORY_TITLE = "Memory used per GPU"
+BANDWIDTH_TITLE = "Estimated memory bandwidth per GPU (busy % × peak)"
+
+
+def plot_titles(focus: int | None, bandwidth_unknown: bool) -> tuple[str, str]:
+    """The memory and bandwidth plots' titles: which GPUs they show, and (an empty state)
+    a bandwidth that cannot be estimated because NVML gives no bus width or clock for
+    its peak."""
+    memory = MEMORY_TITLE if focus is None else f"Memory used · GPU {focus} only"
+    if bandwidth_unknown:
+        bandwidth = ("Memory bandwidth unknown: NVML gives no peak" if focus is None else
+                     f"Memory bandwidth unknown for GPU {focus}: no peak")
+    elif focus is None:
+        bandwidth = BANDWIDTH_TITLE
+    else:
+        bandwidth = f"Estimated memory bandwidth · GPU {focus} only"
+    return memory, bandwidth

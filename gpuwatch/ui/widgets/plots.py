@@ -39,30 +39,26 @@ from gpuwatch.ui.widgets.plot_items import (
 )
 from gpuwatch.ui.widgets.plot_lines import MarkLines
 from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the plots' users
+    BANDWIDTH_TITLE,
+    MEMORY_TITLE,
     TimePlot,
     WindowCurve,
     byte_unit,
     cache_text_items,
+    plot_titles,
     quiet_hidden_axes,
     restyle_plot,
     ring_curve,
     ring_slice,
     settle,
 )
-from gpuwatch.ui.widgets.plot_ranges import (
-    StickyRange,
-    bounds,
-    label_px,
-    zero_based_range,
-)
+from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, zero_based_range
 
 WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
 BAND_FROM_S = 600      # bandwidth as mean and min/max band from this much time shown
 HOVER_PX = 8           # a line this close to the mouse is highlighted
 WAITING = "Waiting for the first sample…"
 BW_COLUMN = "estimated_bandwidth_bytes_per_s"
-MEMORY_TITLE = "Memory used per GPU"
-BANDWIDTH_TITLE = "Estimated memory bandwidth per GPU (busy % × peak)"
 
 
 class TimePlots(QWidget):
@@ -200,19 +196,9 @@ class TimePlots(QWidget):
         self.refresh(force=True)
 
     def _set_titles(self) -> None:
-        """The plots' titles: which GPUs they show, and (empty state) a bandwidth that
-        cannot be estimated because NVML gives no bus width or clock for its peak."""
-        index = self.focus
-        self.memory.setTitle(MEMORY_TITLE if index is None else
-                             f"Memory used · GPU {index} only", size="10pt")
-        if self.bandwidth_unknown:
-            title = ("Memory bandwidth unknown: NVML gives no peak" if index is None else
-                     f"Memory bandwidth unknown for GPU {index}: no peak")
-        elif index is None:
-            title = BANDWIDTH_TITLE
-        else:
-            title = f"Estimated memory bandwidth · GPU {index} only"
-        self.bandwidth.setTitle(title, size="10pt")
+        memory, bandwidth = plot_titles(self.focus, self.bandwidth_unknown)
+        self.memory.setTitle(memory, size="10pt")
+        self.bandwidth.setTitle(bandwidth, size="10pt")
         self._new_items = True
 
     def set_highlight(self, index: int | None) -> None:
