@@ -14,6 +14,9 @@ from gpuwatch.telemetry.prometheus.response import (
     parse_response,
 )
 
+# What an answer that is not Prometheus's usually means (an exporter's /metrics port)
+NOT_PROMETHEUS = "(is it Prometheus's address, usually port 9090, rather than an exporter's?)"
+
 
 class QueryFailed(Exception):
     """The server could not be asked or did not answer; ``reason`` is one sentence."""
@@ -54,8 +57,7 @@ class PrometheusClient:
             except ResponseError:
                 pass
             raise QueryFailed(f"{self.base_url} answered HTTP {exc.code} {exc.reason}, not as "
-                              "a Prometheus server does (is it Prometheus's address, "
-                              "usually port 9090, rather than an exporter's?)") from None
+                              f"a Prometheus server does {NOT_PROMETHEUS}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise QueryFailed(f"Prometheus at {self.base_url} cannot be reached: "
@@ -65,4 +67,4 @@ class PrometheusClient:
             return parse_response(body)
         except ResponseError as exc:
             raise QueryFailed(f"{self.base_url} did not answer as a Prometheus server "
-                              f"does: {exc}") from None
+                              f"does ({exc}) {NOT_PROMETHEUS}") from None
