@@ -35,14 +35,17 @@ class Bottleneck(nn.Module):
         return self.relu(out)
 
 
-class ResNet50(nn.Module):
-    def __init__(self):
+class ResNet(nn.Module):
+    """torchvision's ResNet: a 7×7 stem and max pool, four stages of ``block`` (the
+    first of each stage from the second on halving the size), average pool, classifier."""
+
+    def __init__(self, block: type[nn.Module], depths: tuple[int, ...], expansion: int):
         super().__init__()
         layers, cin = [], 64
-        for stage, (n, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512), strict=True)):
+        for stage, (n, width) in enumerate(zip(depths, (64, 128, 256, 512), strict=True)):
             for i in range(n):
-                layers.append(Bottleneck(cin, width, 2 if stage and i == 0 else 1))
-                cin = width * 4
+                layers.append(block(cin, width, 2 if stage and i == 0 else 1))
+                cin = width * expansion
         self.stem = nn.Sequential(
             nn.Conv2d(3, 64, 7, 2, 3, bias=False),
             nn.BatchNorm2d(64),
@@ -50,11 +53,16 @@ class ResNet50(nn.Module):
             nn.MaxPool2d(3, 2, 1),
         )
         self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(2048, 1000)
+        self.fc = nn.Linear(512 * expansion, 1000)
 
     def forward(self, x):
         x = self.layers(self.stem(x))
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class ResNet50(ResNet):
+    def __init__(self):
+        super().__init__(Bottleneck, (3, 4, 6, 3), 4)
 
 
 # SD 1.5's UNet as diffusers writes it (UNet2DConditionModel, AttnProcessor: eager)
@@ -185,28 +193,11 @@ class BasicBlock(nn.Module):
         return self.relu(out)
 
 
-class ResNet18(nn.Module):
+class ResNet18(ResNet):
     """torchvision's resnet18."""
 
     def __init__(self):
-        super().__init__()
-        layers, cin = [], 64
-        for stage, width in enumerate((64, 128, 256, 512)):
-            for i in range(2):
-                layers.append(BasicBlock(cin, width, 2 if stage and i == 0 else 1))
-                cin = width
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
-            nn.BatchNorm2d(64),
-            nn.ReLU(inplace=True),
-            nn.MaxPool2d(3, 2, 1),
-        )
-        self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(512, 1000)
-
-    def forward(self, x):
-        x = self.layers(self.stem(x))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+        super().__init__(BasicBlock, (2, 2, 2, 2), 1)
 
 
 class VGG16(nn.Module):
