@@ -70,17 +70,22 @@ def _snapshot(gpus: int, per_gpu: int):
         backend.close()
 
 
-def _sample_cost_us(gpus: int, per_gpu: int, samples: int) -> float:
-    backend = sim_backend(_scenario(gpus, per_gpu), 10.0).open()
+def _sample_cost_s(scenario, at_s: float, samples: int) -> float:
+    """CPU seconds of one simulated sample of ``scenario``, best of three rounds."""
+    backend = sim_backend(scenario, at_s).open()
     best = float("inf")
     for _ in range(3):
         start = time.process_time()
         for i in range(samples):
-            backend.clock.set_elapsed(10.0 + i)
+            backend.clock.set_elapsed(at_s + i)
             backend.sample()
-        best = min(best, (time.process_time() - start) / samples * 1e6)
+        best = min(best, (time.process_time() - start) / samples)
     backend.close()
     return best
+
+
+def _sample_cost_us(gpus: int, per_gpu: int, samples: int) -> float:
+    return _sample_cost_s(_scenario(gpus, per_gpu), 10.0, samples) * 1e6
 
 
 class _Once:
@@ -177,15 +182,7 @@ def source_in_process(ticks: int) -> float:
             gpus, _, _ = assembler.build(parse_response(body), time.time())
         best = min(best, (time.process_time() - start) / ticks * 1e3)
     assert len(gpus) == 64
-    backend = sim_backend(resolve_scenario("multi-gpu-ddp"), 100.0).open()
-    local = float("inf")
-    for _ in range(3):
-        start = time.process_time()
-        for i in range(ticks):
-            backend.clock.set_elapsed(100.0 + i)
-            backend.sample()
-        local = min(local, (time.process_time() - start) / ticks * 1e3)
-    backend.close()
+    local = _sample_cost_s(resolve_scenario("multi-gpu-ddp"), 100.0, ticks) * 1e3
     print(f"Source, in process: 64 GPUs / 8 hosts from a {len(body) / 1024:.0f} KiB answer: "
           f"{best:.2f} ms CPU per tick (parse + assemble); one local sample of a simulated "
           f"8-GPU node: {local:.2f} ms; ratio x{best / local:.1f} for 8x the GPUs")
