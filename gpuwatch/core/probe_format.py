@@ -232,7 +232,8 @@ def probe_report_to_json(r: ProbeReport) -> dict[str, Any]:
         doc["adaptive_batch"] = {
             "micro_batch": b.micro_batch, "grad_accum": b.grad_accum,
             "effective_batch": b.effective_batch, "changes": b.changes,
-            "last_change": None if b.last_reason is None and b.last_at_s is None else {
+            "last_change": None if (b.last_reason, b.last_old_micro_batch,
+                                    b.last_at_s) == (None, None, None) else {
                 "reason": b.last_reason, "old_micro_batch": b.last_old_micro_batch,
                 "at_s": b.last_at_s}}
     return doc
