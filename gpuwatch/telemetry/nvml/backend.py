@@ -225,7 +225,9 @@ class NvmlBackend:
                 self._mark_lost(dev, str(exc))
                 readings.append((dev, None, {}, None))
 
-        pids = {pid for _, _, procs, _ in readings for pid in procs}
+        pids: set[int] = set()
+        for _, _, procs, _ in readings:
+            pids.update(procs)
         host = self._host.lookup(pids) if pids else {}
         isolated = bool(pids - host.keys()) and self._host.pid_namespace_isolated()
         hidden = 0
@@ -237,21 +239,9 @@ class NvmlBackend:
                                       memory=EMPTY_MEMORY, error=dev.lost_reason,
                                       processes_error=UNREAD_GPU))
                 continue
-            processes = []
-            for pid, (used, kind) in procs.items():
-                details = host.get(pid)
-                if details is not None:
-                    processes.append(_process(pid, dev.index, used, kind, details))
-                elif isolated:   # NVML's host pid is invisible from this PID namespace
-                    hidden += 1
-                    processes.append(ProcessSample(pid, dev.index, used, kind, resolved=False,
-                                                   host_status=HostStatus.HIDDEN))
-                else:   # gone from the host (ended, or a zombie), yet the driver lists it
-                    processes.append(ProcessSample(pid, dev.index, used, kind, resolved=False,
-                                                   host_status=HostStatus.EXITED))
-            processes.sort(key=lambda p: -(p.used_bytes or 0))
-            gpus.append(GpuSample(**fields, processes=tuple(processes),
-                                  processes_error=procs_error))
+            processes, gpu_hidden = _gpu_processes(dev, procs, host, isolated)
+            hidden += gpu_hidden
+            gpus.append(_gpu_sample(dev, fields, processes, procs_error))
         probes = self._read_probes(pids, host) if pids and self._probes is not None else ()
         warnings: tuple[str, ...] = ()
         if not self._devices:
@@ -309,10 +299,56 @@ class NvmlBackend:
             "memory_clock_mhz": opt(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM),
             "mig_enabled": dev.mig_enabled,
         }
-        return (fields, *self._process_lists.read(h))
+        return (fields, *self._process_lists.read(dev))
 
 
-def _process(pid: int, gpu: int, used: int | None, kind: str, host: HostProcess) -> ProcessSample:
-    # Positional: this runs for every process on every tick.
-    return ProcessSample(pid, gpu, used, kind, host.name, host.cmdline, host.user,
-                         host.container, host.cpu_percent, host.rss_bytes, host.started_at_s)
+_new_tuple = tuple.__new__
+
+
+def _gpu_processes(dev: Device, procs: dict[int, tuple], host: dict[int, HostProcess],
+                   isolated: bool) -> tuple[tuple[ProcessSample, ...], int]:
+    """(The GPU's processes, most memory first; how many are hidden by a PID namespace).
+
+    The same lists and host answers as last tick (the same objects: neither changes
+    them) give the same tuple."""
+    seen = dev.processes_seen
+    if seen is not None and seen[0] is procs and seen[1] is host and seen[2] == isolated:
+        return seen[3], seen[4]
+    index, found = dev.index, HostStatus.FOUND
+    processes = []
+    hidden = 0
+    for pid, (used, kind) in procs.items():
+        d = host.get(pid)
+        if d is not None:
+            # Built as a plain tuple: this runs for every process on every tick.
+            processes.append(_new_tuple(ProcessSample, (
+                pid, index, used, kind, d.name, d.cmdline, d.user, d.container,
+                d.cpu_percent, d.rss_bytes, d.started_at_s, True, found)))
+        elif isolated:   # NVML's host pid is invisible from this PID namespace
+            hidden += 1
+            processes.append(ProcessSample(pid, index, used, kind, resolved=False,
+                                           host_status=HostStatus.HIDDEN))
+        else:   # gone from the host (ended, or a zombie), yet the driver lists it
+            processes.append(ProcessSample(pid, index, used, kind, resolved=False,
+                                           host_status=HostStatus.EXITED))
+    processes.sort(key=_most_memory_first)
+    result = tuple(processes)
+    dev.processes_seen = (procs, host, isolated, result, hidden)
+    return result, hidden
+
+
+def _most_memory_first(p: ProcessSample) -> int:
+    return -(p[2] or 0)
+
+
+def _gpu_sample(dev: Device, fields: dict[str, Any], processes: tuple,
+                processes_error: str | None) -> GpuSample:
+    """The GpuSample of these readings: the last one again when nothing changed (a
+    GpuSample is immutable, and making one costs more than comparing the readings)."""
+    seen = dev.sample_seen
+    if (seen is not None and seen[1] is processes and seen[2] == processes_error
+            and seen[0] == fields):
+        return seen[3]
+    sample = GpuSample(**fields, processes=processes, processes_error=processes_error)
+    dev.sample_seen = (fields, processes, processes_error, sample)
+    return sample

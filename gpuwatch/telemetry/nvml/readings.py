@@ -59,6 +59,14 @@ class Device:
     lost: bool = True                   # False: it failed for a reason other than "lost"
     retry_at_s: float = 0.0
     generation: int = 0                 # counts attachments: a stale handle's news is old
+    # What the last tick read and made, reused while unchanged (most ticks, as training
+    # holds its memory flat): (compute list, graphics list, merged, error) as NVML gave
+    # them; (lists merged, host answers, hidden, processes, hidden count); the GpuSample
+    # and the readings it was made from; (total, used, free, reserved) and its MemoryInfo.
+    lists_seen: tuple | None = None
+    processes_seen: tuple | None = None
+    sample_seen: tuple | None = None
+    memory_seen: tuple | None = None
 
 
 def gpu_lost(exc: pynvml.NVMLError) -> GpuLost:
@@ -94,8 +102,7 @@ def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
     if dev.memory_v2:
         try:
             m = lib.nvmlDeviceGetMemoryInfo(h, version=lib.nvmlMemory_v2)
-            return MemoryInfo(_real(m.total) or None, _real(m.used), _real(m.free),
-                              _real(m.reserved)), None
+            return _memory_info(dev, m.total, m.used, m.free, m.reserved), None
         except pynvml.NVMLError as exc:
             if exc.value in LOST_CODES:
                 raise gpu_lost(exc) from None
@@ -110,7 +117,20 @@ def read_memory(lib: Any, dev: Device) -> tuple[MemoryInfo, str | None]:
             return EMPTY_MEMORY, None
         return EMPTY_MEMORY, f"memory could not be read: {exc}"
     dev.memory_v2 = False   # v2 failed where v1 works: an older driver (reserved in used)
-    return MemoryInfo(_real(m.total) or None, _real(m.used), _real(m.free), None), None
+    return _memory_info(dev, m.total, m.used, m.free, None), None
+
+
+def _memory_info(dev: Device, total: int, used: int, free: int,
+                 reserved: int | None) -> MemoryInfo:
+    """The MemoryInfo of these figures: the last one again when they are unchanged."""
+    figures = (total, used, free, reserved)
+    seen = dev.memory_seen
+    if seen is not None and seen[0] == figures:
+        return seen[1]
+    info = MemoryInfo(_real(total) or None, _real(used), _real(free),
+                      _real(reserved))
+    dev.memory_seen = (figures, info)
+    return info
 
 
 def _real(value: int | None) -> int | None:
@@ -179,12 +199,23 @@ class ProcessLists:
         self._calls = {"compute": lib.nvmlDeviceGetComputeRunningProcesses,
                        "graphics": lib.nvmlDeviceGetGraphicsRunningProcesses}
 
-    def read(self, handle: Any) -> tuple[dict[int, tuple[int | None, str]], str | None]:
-        """(pid -> (used bytes or None, kind), why the lists are missing or incomplete)."""
+    def read(self, dev: Device) -> tuple[dict[int, tuple[int | None, str]], str | None]:
+        """(pid -> (used bytes or None, kind), why the lists are missing or incomplete).
+
+        Lists holding the very objects of the last read (a library that hands out the
+        same unchanged objects again, as the simulated one does) give the same answer,
+        the same dict: callers must not change it."""
+        handle = dev.handle
+        compute = self._list("compute", handle)
+        graphics = self._list("graphics", handle)
+        seen = dev.lists_seen
+        # list == list compares items by identity first: no Python per process
+        if (seen is not None and type(compute) is list and type(graphics) is list
+                and compute == seen[0] and graphics == seen[1]):   # both lists, both times
+            return seen[2], seen[3]
         merged: dict[int, tuple[int | None, str]] = {}
         failed: dict[str, pynvml.NVMLError] = {}
-        for kind in ("compute", "graphics"):
-            listed = self._list(kind, handle)
+        for kind, listed in (("compute", compute), ("graphics", graphics)):
             if isinstance(listed, pynvml.NVMLError):
                 failed[kind] = listed
                 continue
@@ -198,7 +229,9 @@ class ProcessLists:
                 else:  # in both lists: the same memory, reported twice
                     known = [u for u in (seen[0], used) if u is not None]
                     merged[p.pid] = (max(known) if known else None, "compute+graphics")
-        return merged, _lists_error(failed)
+        error = _lists_error(failed)
+        dev.lists_seen = None if failed else (compute, graphics, merged, error)
+        return merged, error
 
     def _list(self, kind: str, handle: Any) -> list | pynvml.NVMLError:
         """The list, or the error that kept it back. A driver without the ``_v3`` call

@@ -19,6 +19,7 @@ import pynvml
 
 from gpuwatch.telemetry.clock import Clock
 from gpuwatch.telemetry.nvml import codes
+from gpuwatch.telemetry.sim.gpu_state import GpuState, GpuTimeline
 from gpuwatch.telemetry.sim.scenario import Scenario, ScenarioGpu, ScenarioProcess
 
 _IDLE_MEMORY_CLOCK_MHZ = 405
@@ -32,16 +33,6 @@ class SimHandle:
     """What nvmlDeviceGetHandleByIndex returns here: an opaque handle with its index."""
 
     index: int
-
-
-@dataclass(slots=True)
-class _GpuState:
-    used_bytes: int
-    util_percent: float
-    busy_percent: float
-    compute: list
-    graphics: list
-    any_alive: bool
 
 
 class SimulatedNvml(types.ModuleType):
@@ -61,11 +52,11 @@ class SimulatedNvml(types.ModuleType):
         self.nvlink_aggregate = nvlink_aggregate   # False: a driver that answers per link only
         self.calls: Counter[str] = Counter()   # NVML calls made, by name
         self._initialised = 0
-        self._by_gpu: list[list[ScenarioProcess]] = [[] for _ in scenario.gpus]
+        by_gpu: list[list[ScenarioProcess]] = [[] for _ in scenario.gpus]
         for p in scenario.processes:
-            self._by_gpu[p.gpu].append(p)
-        self._cache: dict[int, tuple[float, _GpuState]] = {}
-        self._infos: dict[tuple[int, bool], tuple[int, object]] = {}   # -> (bytes, object)
+            by_gpu[p.gpu].append(p)
+        self._timelines = [GpuTimeline(spec, procs)
+                           for spec, procs in zip(scenario.gpus, by_gpu, strict=True)]
         self._nvlink_kib: dict[int, tuple[float, float]] = {}   # gpu -> (t, cumulative KiB)
 
     # -- time and faults -------------------------------------------------------------
@@ -89,52 +80,10 @@ class SimulatedNvml(types.ModuleType):
             raise pynvml.NVMLError(codes.INVALID_ARGUMENT)
         return handle.index
 
-    def _state(self, gpu: int, t: float) -> _GpuState:
-        cached = self._cache.get(gpu)
-        if cached is not None and cached[0] == t:
-            return cached[1]
-        spec = self.scenario.gpus[gpu]
-        used = spec.memory_base_bytes
-        util = busy = 0.0
-        compute: list = []
-        graphics: list = []
-        alive = False
-        for p in self._by_gpu[gpu]:
-            if not p.alive_at(t):
-                continue
-            alive = True
-            local = t - p.start_s
-            mem = int(p.memory.at(local))
-            used += mem
-            util += p.gpu_util_percent.at(local)
-            busy += p.memory_busy_percent.at(local)
-            info = self._process_info(p, mem)
-            if p.kind != "graphics":
-                compute.append(info)
-            if p.kind != "compute":
-                graphics.append(info)
-        limit = spec.memory_total_bytes - spec.memory_reserved_bytes
-        state = _GpuState(min(used, limit), min(util, 100.0), min(busy, 100.0),
-                          compute, graphics, alive)
-        self._cache[gpu] = (t, state)
-        return state
-
-    def _process_info(self, p: ScenarioProcess, mem: int) -> object:
-        """pynvml's friendly object for a process using ``mem`` bytes: the one made
-        before while the figure is unchanged (flat memory is the common case, and a
-        GPU with 64 processes would otherwise build 64 objects a sample)."""
-        key = (p.pid, p.report_memory)
-        cached = self._infos.get(key)
-        if cached is not None and cached[0] == mem:
-            return cached[1]
-        info = pynvml.nvmlFriendlyObject({
-            "pid": p.pid,
-            "usedGpuMemory": mem if p.report_memory else None,
-            "gpuInstanceId": 0xFFFFFFFF,
-            "computeInstanceId": 0xFFFFFFFF,
-        })
-        self._infos[key] = (mem, info)
-        return info
+    def _state(self, gpu: int, t: float) -> GpuState:
+        """The GPU's readings at scenario time ``t``: worked out once, then shared by
+        every call while nothing in the scenario changes."""
+        return self._timelines[gpu].state(t)
 
     # -- initialisation and system ---------------------------------------------------
 
@@ -304,7 +253,7 @@ class SimulatedNvml(types.ModuleType):
         self._nvlink_kib[gpu] = (t, kib)
         return kib
 
-    def _processes(self, call: str, handle: object, pick: Callable[[_GpuState], list]) -> list:
+    def _processes(self, call: str, handle: object, pick: Callable[[GpuState], list]) -> list:
         gpu, _, t = self._spec(call, handle)
         return list(pick(self._state(gpu, t)))
 

@@ -14,6 +14,12 @@ import bisect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+
+# A span over which a signal holds one value: (from, to), both included, in the
+# signal's own seconds; ±inf where it holds for ever.
+Span = tuple[float, float]
+ALWAYS: Span = (-math.inf, math.inf)
 
 
 class SignalError(ValueError):
@@ -48,6 +54,12 @@ class Signal:
         """A lower bound of the value over [0, until_s]."""
         raise NotImplementedError  # pragma: no cover - interface
 
+    def flat_span(self, t: float) -> Span | None:
+        """A span holding ``t`` over which :meth:`at` returns exactly ``at(t)``, or None
+        when the value may change right after ``t``. Lets the simulation reuse a value
+        while time moves within the span; None is always a correct answer."""
+        return None
+
 
 @dataclass(frozen=True)
 class Constant(Signal):
@@ -55,6 +67,9 @@ class Constant(Signal):
 
     def at(self, t: float) -> float:
         return self.value
+
+    def flat_span(self, t: float) -> Span | None:
+        return ALWAYS
 
     def peak(self, until_s: float) -> float:
         return self.value
@@ -82,6 +97,30 @@ class Points(Signal):
     def __post_init__(self) -> None:
         if not self.times or len(self.times) != len(self.values):
             raise SignalError("points", "needs as many times as values, at least one")
+
+    @cached_property
+    def _runs(self) -> tuple[tuple[int, int], ...]:
+        """For each point, the first and last index of the run of equal values it is in."""
+        values, n = self.values, len(self.values)
+        runs: list[tuple[int, int]] = []
+        first = 0
+        for i in range(1, n + 1):
+            if i == n or values[i] != values[first]:
+                runs += [(first, i - 1)] * (i - first)
+                first = i
+        return tuple(runs)
+
+    def flat_span(self, t: float) -> Span | None:
+        # Between two equal points the interpolation adds exactly 0, and at a point
+        # it adds 0 too: the value is the run's value from its first to its last point.
+        times, values = self.times, self.values
+        n = len(times)
+        i = bisect.bisect_right(times, t)
+        if 0 < i < n and values[i - 1] != values[i]:
+            return None
+        first, last = self._runs[max(i - 1, 0)]
+        return (-math.inf if first == 0 else times[first],
+                math.inf if last == n - 1 else times[last])
 
     def peak(self, until_s: float) -> float:
         return max(self.values)
@@ -112,6 +151,9 @@ class Sawtooth(Signal):
         phase = (t % self.period_s) / self.period_s
         return self.low + (self.high - self.low) * phase + self.leak_per_s * t
 
+    def flat_span(self, t: float) -> Span | None:
+        return ALWAYS if self.low == self.high and self.leak_per_s == 0 else None
+
     def peak(self, until_s: float) -> float:
         return max(self.low, self.high) + max(0.0, self.leak_per_s * until_s)
 
@@ -140,6 +182,9 @@ class Spikes(Signal):
     def at(self, t: float) -> float:
         return self.peak_value if (t % self.every_s) < self.width_s else self.base
 
+    def flat_span(self, t: float) -> Span | None:
+        return ALWAYS if self.peak_value == self.base else None
+
     def peak(self, until_s: float) -> float:
         return max(self.base, self.peak_value)
 
@@ -162,6 +207,9 @@ class Wave(Signal):
 
     def at(self, t: float) -> float:
         return self.mean + self.amplitude * math.sin(2 * math.pi * t / self.period_s)
+
+    def flat_span(self, t: float) -> Span | None:
+        return ALWAYS if self.amplitude == 0 else None
 
     def peak(self, until_s: float) -> float:
         return self.mean + abs(self.amplitude)
