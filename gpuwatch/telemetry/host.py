@@ -4,11 +4,13 @@ What a tick costs is what a monitor costs, so the work is split by how often it 
 
 - Static facts (name, command line, user, start time, container) are read once per
   process, through psutil and ``/proc/<pid>/cgroup``, and kept while the process lives.
-- Each tick reads two small files per process. ``/proc/<pid>/stat`` gives its state (a
+- Each tick reads two small files per process, through descriptors kept open (one
+  ``pread`` each: :mod:`gpuwatch.telemetry.proc_files`). ``/proc/<pid>/stat`` gives its state (a
   zombie has exited), its CPU time (CPU % is the change since the previous tick, so the
   first reading is None: unknown, not 0) and its start time: one that differs from the
   start the facts were read with is a recycled pid, whose facts are read again.
-  ``/proc/<pid>/statm`` gives the resident set size. psutil reads the same files with
+  ``/proc/<pid>/statm`` gives the resident set size (every tenth tick only while
+  nobody looks at it: :meth:`PsutilHost.set_detail`). psutil reads the same files with
   a process object, a context manager and a named tuple per call, and needs a second
   process object to notice a recycled pid: several times the cost (docs/cost.md).
 - Where there is no ``/proc`` the tick asks psutil instead (one fresh process object,
@@ -32,6 +34,7 @@ from typing import NamedTuple
 import psutil
 
 from gpuwatch.telemetry.hostinfo import HostProcess, container_from_cgroup
+from gpuwatch.telemetry.proc_files import Denied, ProcFiles
 
 # The kernel's inode number of the initial PID namespace (PROC_PID_INIT_INO).
 _INITIAL_PID_NAMESPACE_INODE = 0xEFFFFFFC
@@ -39,7 +42,6 @@ _EXITED_STATES = frozenset({b"Z", b"X", b"x"})    # zombie, dead
 _EXITED_STATUSES = frozenset({psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD})
 _GONE = (psutil.NoSuchProcess, ProcessLookupError, FileNotFoundError)   # ZombieProcess too
 _EXEC_RETRIES = 3
-_STAT_MAX_BYTES = 4096        # /proc/<pid>/stat is ~300 bytes: 52 numbers and a 16-byte name
 
 
 class _Reading(NamedTuple):
@@ -48,11 +50,10 @@ class _Reading(NamedTuple):
     exited: bool
     cpu_s: float              # user + system CPU time so far
     start: float              # identity: start time in clock ticks since boot, or Unix s
-    rss_bytes: int
+    rss_bytes: int | None     # None: not read this tick (the last reading stands)
 
 
-class _Denied(Exception):
-    """The process exists but may not be read."""
+_Denied = Denied       # the process exists but may not be read
 
 
 @dataclass(slots=True)
@@ -64,6 +65,7 @@ class _Known:
     container: str | None
     started_at_s: float | None
     cpu_s: float | None = None    # CPU time at the previous reading
+    rss_bytes: int | None = None  # the last resident set read
     read_at: float = 0.0          # when that was (the host's timer)
     # Read again next tick: an empty command line that could be read is a process caught
     # inside exec (the kernel fills it in a moment later), so it is looked at again, a
@@ -114,6 +116,21 @@ class PsutilHost:
         self._ticks_per_s = _sysconf("SC_CLK_TCK", 100)
         self._page_bytes = _sysconf("SC_PAGE_SIZE", 4096)
         self._boot_time_s: float | None = None
+        # descriptors kept open on the real /proc only: in a test's tree of files, a
+        # kept descriptor would go on reading a file that was replaced
+        self._files = ProcFiles(proc_root, keep=proc_root == "/proc")
+        self._rss_every = 1
+        self._ticks = 0
+        self._want_rss = True
+
+    def set_detail(self, full: bool) -> None:
+        """``full=False`` while nobody looks at the resident sets (the window in the
+        tray): they are read every tenth tick instead of every tick. State, CPU time and
+        identity are read every tick either way."""
+        self._rss_every = 1 if full else 10
+
+    def close(self) -> None:
+        self._files.close()
 
     def pid_namespace_isolated(self) -> bool:
         return self._isolated
@@ -125,11 +142,14 @@ class PsutilHost:
         wanted = set(pids)
         known_all = self._known
         now = self._timer()
+        self._ticks += 1
+        self._want_rss = self._ticks % self._rss_every == 0
         for pid in wanted:
             try:
                 reading = self._read(pid)
             except _GONE:
                 known_all.pop(pid, None)
+                self._files.forget(pid)
                 continue
             except (_Denied, psutil.AccessDenied):
                 reading = None
@@ -146,7 +166,9 @@ class PsutilHost:
                 known_all[pid] = known
             cpu = rss = None
             if reading is not None:
-                rss = reading.rss_bytes
+                if reading.rss_bytes is not None:
+                    known.rss_bytes = reading.rss_bytes
+                rss = known.rss_bytes
                 last = known.cpu_s
                 if last is not None and now > known.read_at:
                     cpu = max(0.0, (reading.cpu_s - last) / (now - known.read_at) * 100.0)
@@ -157,13 +179,13 @@ class PsutilHost:
         if len(known_all) > len(out):
             for pid in [p for p in known_all if p not in wanted]:
                 del known_all[pid]
+            self._files.keep_only(wanted)
         return out
 
     def _read_proc(self, pid: int) -> _Reading:
         """``/proc/<pid>/stat`` and ``statm``, one read each. Raises FileNotFoundError or
         ProcessLookupError when there is no such process, _Denied when it may not be read."""
-        root = self._proc_root
-        stat = _read_small(f"{root}/{pid}/stat")
+        stat = self._files.read(pid, "stat")
         # The name (field 2) is in parentheses and may hold anything, ")" and spaces
         # included: the fields that follow start after the last ")".
         fields = stat[stat.rfind(b")") + 2:].split()
@@ -178,8 +200,12 @@ class PsutilHost:
             return _Reading(True, cpu_s, start, 0)
         # The resident set from statm, as ps, top and psutil give it: stat's own field
         # is an approximation on recent kernels (per-CPU counters not summed).
+        known = self._known.get(pid)
+        if not self._want_rss and known is not None and known.start == start \
+                and known.rss_bytes is not None:
+            return _Reading(False, cpu_s, start, None)
         try:
-            rss = int(_read_small(f"{root}/{pid}/statm").split()[1]) * self._page_bytes
+            rss = int(self._files.read(pid, "statm").split()[1]) * self._page_bytes
         except (IndexError, ValueError):
             raise _Denied from None
         return _Reading(False, cpu_s, start, rss)
@@ -227,19 +253,6 @@ class PsutilHost:
             self._boot_time_s = psutil.boot_time()
         return self._boot_time_s
 
-
-def _read_small(path: str) -> bytes:
-    """A small /proc file in one read; _Denied when it may not be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except PermissionError:
-        raise _Denied from None
-    try:
-        return os.read(fd, _STAT_MAX_BYTES)
-    except PermissionError:
-        raise _Denied from None
-    finally:
-        os.close(fd)
 
 
 def _allowed(read: Callable[[], object]) -> object | None:

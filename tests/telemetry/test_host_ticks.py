@@ -182,13 +182,13 @@ def test_a_process_that_may_not_be_read_is_found_with_what_could_be_read(
         fake, monkeypatch):
     host, proc, _ = fake
 
-    def denied(path):
+    def denied(pid, name):
         raise host_module._Denied
 
     def refused(self):
         raise psutil.AccessDenied(self.pid)
 
-    monkeypatch.setattr(host_module, "_read_small", denied)
+    monkeypatch.setattr(host._files, "read", denied)
     monkeypatch.setattr(psutil.Process, "cmdline", refused)
     found = host.lookup([proc.pid])[proc.pid]
     assert found.name == "sleep" and found.user      # what psutil could read
