@@ -198,6 +198,8 @@ class ProcessLists:
         self._lib = lib
         self._calls = {"compute": lib.nvmlDeviceGetComputeRunningProcesses,
                        "graphics": lib.nvmlDeviceGetGraphicsRunningProcesses}
+        self._v2 = {kind: getattr(lib, f"nvmlDeviceGet{kind.title()}RunningProcesses_v2", None)
+                    for kind in self._calls}
 
     def read(self, dev: Device) -> tuple[dict[int, tuple[int | None, str]], str | None]:
         """(pid -> (used bytes or None, kind), why the lists are missing or incomplete).
@@ -237,7 +239,7 @@ class ProcessLists:
         """The list, or the error that kept it back. A driver without the ``_v3`` call
         (NVMLLibraryMismatchError, or FUNCTION_NOT_FOUND from older bindings) is asked
         through ``_v2`` from then on."""
-        v2 = getattr(self._lib, f"nvmlDeviceGet{kind.title()}RunningProcesses_v2", None)
+        v2 = self._v2[kind]
         while True:
             call = self._calls[kind]
             try:

@@ -20,7 +20,12 @@ import pynvml
 from gpuwatch.telemetry.clock import Clock
 from gpuwatch.telemetry.nvml import codes
 from gpuwatch.telemetry.sim.gpu_state import GpuState, GpuTimeline
-from gpuwatch.telemetry.sim.scenario import Scenario, ScenarioGpu, ScenarioProcess
+from gpuwatch.telemetry.sim.scenario import (
+    Scenario,
+    ScenarioFault,
+    ScenarioGpu,
+    ScenarioProcess,
+)
 
 _IDLE_MEMORY_CLOCK_MHZ = 405
 _DEFAULT_MAX_GRAPHICS_CLOCK_MHZ = 1755
@@ -58,6 +63,7 @@ class SimulatedNvml(types.ModuleType):
         self._timelines = [GpuTimeline(spec, procs)
                            for spec, procs in zip(scenario.gpus, by_gpu, strict=True)]
         self._nvlink_kib: dict[int, tuple[float, float]] = {}   # gpu -> (t, cumulative KiB)
+        self._faults: dict[str, tuple[ScenarioFault, ...]] = {}   # call -> faults that may hit it
 
     # -- time and faults -------------------------------------------------------------
 
@@ -67,13 +73,22 @@ class SimulatedNvml(types.ModuleType):
 
     def _enter(self, call: str, gpu: int | None, needs_init: bool = True) -> float:
         self.calls[call] += 1
-        t = self.scenario_time_s()
-        for fault in self.scenario.faults:
+        t = self.clock.elapsed_s()
+        if self.loop:
+            t %= self.scenario.duration_s
+        faults = self._faults.get(call)
+        if faults is None:
+            faults = self._faults[call] = self._faults_of(call)
+        for fault in faults:
             if fault.active(call, gpu, t):
                 raise pynvml.NVMLError(fault.code)
         if needs_init and not self._initialised:
             raise pynvml.NVMLError(codes.UNINITIALIZED)
         return t
+
+    def _faults_of(self, call: str) -> tuple[ScenarioFault, ...]:
+        """The scenario's faults that may hit ``call``, in scenario order."""
+        return tuple(f for f in self.scenario.faults if f.call in ("*", call))
 
     def _gpu(self, handle: object) -> int:
         if not isinstance(handle, SimHandle) or not 0 <= handle.index < len(self.scenario.gpus):
@@ -125,9 +140,25 @@ class SimulatedNvml(types.ModuleType):
     # -- static device facts ------------------------------------------------------------
 
     def _spec(self, call: str, handle: object) -> tuple[int, ScenarioGpu, float]:
-        gpu = self._gpu(handle)
-        t = self._enter(call, gpu)
-        return gpu, self.scenario.gpus[gpu], t
+        """(GPU index, its facts, scenario time) for a call on a GPU: ``_gpu`` and
+        ``_enter`` in one, as every reading of every tick starts here."""
+        gpus = self.scenario.gpus
+        if not isinstance(handle, SimHandle) or not 0 <= handle.index < len(gpus):
+            raise pynvml.NVMLError(codes.INVALID_ARGUMENT)
+        gpu = handle.index
+        self.calls[call] += 1
+        t = self.clock.elapsed_s()
+        if self.loop:
+            t %= self.scenario.duration_s
+        faults = self._faults.get(call)
+        if faults is None:
+            faults = self._faults[call] = self._faults_of(call)
+        for fault in faults:
+            if fault.active(call, gpu, t):
+                raise pynvml.NVMLError(fault.code)
+        if not self._initialised:
+            raise pynvml.NVMLError(codes.UNINITIALIZED)
+        return gpu, gpus[gpu], t
 
     def nvmlDeviceGetName(self, handle: object) -> str:
         return self._spec("nvmlDeviceGetName", handle)[1].name
@@ -164,27 +195,23 @@ class SimulatedNvml(types.ModuleType):
 
     def nvmlDeviceGetMemoryInfo(self, handle: object, version: int | None = None):
         gpu, spec, t = self._spec("nvmlDeviceGetMemoryInfo", handle)
+        if version and not self.scenario.memory_info_v2:
+            raise pynvml.NVMLError(codes.FUNCTION_NOT_FOUND)
         state = self._state(gpu, t)
-        total, reserved = spec.memory_total_bytes, spec.memory_reserved_bytes
-        if version:
-            if not self.scenario.memory_info_v2:
-                raise pynvml.NVMLError(codes.FUNCTION_NOT_FOUND)
-            mem = pynvml.c_nvmlMemory_v2_t()
-            mem.version = version
-            mem.total, mem.reserved, mem.used = total, reserved, state.used_bytes
-            mem.free = total - reserved - state.used_bytes
-            return mem
-        mem = pynvml.c_nvmlMemory_t()
-        mem.total, mem.used = total, state.used_bytes + reserved
-        mem.free = total - mem.used
-        return mem
+        key = ("memory", version)
+        made = state.structs.get(key)
+        if made is None:
+            made = state.structs[key] = _memory_struct(spec, state.used_bytes, version)
+        return type(made).from_buffer_copy(made)   # a new structure each call, as NVML's
 
     def nvmlDeviceGetUtilizationRates(self, handle: object):
         gpu, _, t = self._spec("nvmlDeviceGetUtilizationRates", handle)
         state = self._state(gpu, t)
-        util = pynvml.c_nvmlUtilization_t()
-        util.gpu, util.memory = round(state.util_percent), round(state.busy_percent)
-        return util
+        made = state.structs.get("utilization")
+        if made is None:
+            made = state.structs["utilization"] = pynvml.c_nvmlUtilization_t()
+            made.gpu, made.memory = round(state.util_percent), round(state.busy_percent)
+        return pynvml.c_nvmlUtilization_t.from_buffer_copy(made)
 
     def nvmlDeviceGetTemperature(self, handle: object, sensor: int) -> int:
         gpu, _, t = self._spec("nvmlDeviceGetTemperature", handle)
@@ -269,3 +296,19 @@ class SimulatedNvml(types.ModuleType):
     nvmlDeviceGetComputeRunningProcesses_v2 = nvmlDeviceGetComputeRunningProcesses
     nvmlDeviceGetGraphicsRunningProcesses_v3 = nvmlDeviceGetGraphicsRunningProcesses
     nvmlDeviceGetGraphicsRunningProcesses_v2 = nvmlDeviceGetGraphicsRunningProcesses
+
+
+def _memory_struct(spec: ScenarioGpu, used: int, version: int | None):
+    """What nvmlDeviceGetMemoryInfo fills in: v2 (``version`` given) counts reserved
+    memory apart; v1 counts it as used."""
+    total, reserved = spec.memory_total_bytes, spec.memory_reserved_bytes
+    if version:
+        mem = pynvml.c_nvmlMemory_v2_t()
+        mem.version = version
+        mem.total, mem.reserved, mem.used = total, reserved, used
+        mem.free = total - reserved - used
+        return mem
+    mem = pynvml.c_nvmlMemory_t()
+    mem.total, mem.used = total, used + reserved
+    mem.free = total - mem.used
+    return mem
