@@ -25,6 +25,7 @@ from gpuwatch.telemetry.source import SourceOptions, open_backend
 DATA = Path(__file__).with_name("data") / "hint_streams.json"
 LONGEST_S = 3600          # virtual seconds per scenario, at 1 s steps
 CROWD = "crowd"           # the synthetic scenario written below
+EPOCH_S = 1_750_000_000.0  # the clock's start: times as large as today's, fixed
 
 
 def _link(advisor: Advisor, gpu: int, pid: int, model: str, batch: int, seq: int,
@@ -92,6 +93,7 @@ def stream(demo: str, name: str, duration_s: float) -> list[list]:
     """Every hint event of a run at 1 s steps: [t, kind, code, gpu, pid, severity, title,
     evidence, values]."""
     backend = open_backend(SourceOptions(demo=demo, time_scale="max"))
+    backend.clock.epoch_s = EPOCH_S     # type: ignore[attr-defined]  # same rounding each run
     advisor, history = Advisor(), History()
     _links(name, advisor)
     out: list[list] = []
