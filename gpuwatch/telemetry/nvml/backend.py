@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import operator
 import socket
 import types
 from typing import Any
@@ -112,10 +113,20 @@ class NvmlBackend:
             self._pcie.start()
         return self
 
+    def set_host_detail(self, full: bool) -> None:
+        """Whether every tick reads each process's resident set (see the host's
+        ``set_detail``): off while nobody looks at them, e.g. the window in the tray."""
+        set_detail = getattr(self._host, "set_detail", None)
+        if set_detail is not None:
+            set_detail(full)
+
     def close(self) -> None:
         if self._pcie is not None:
             self._pcie.stop()
             self._pcie = None
+        close_host = getattr(self._host, "close", None)
+        if close_host is not None:
+            close_host()
         if self._open:
             self._open = False
             with contextlib.suppress(pynvml.NVMLError):
@@ -303,6 +314,7 @@ class NvmlBackend:
 
 
 _new_tuple = tuple.__new__
+_USED_BYTES = operator.itemgetter(2)     # ProcessSample.used_bytes
 
 
 def _gpu_processes(dev: Device, procs: dict[int, tuple], host: dict[int, HostProcess],
@@ -317,7 +329,10 @@ def _gpu_processes(dev: Device, procs: dict[int, tuple], host: dict[int, HostPro
     index, found = dev.index, HostStatus.FOUND
     processes = []
     hidden = 0
+    unknown = False      # a process whose memory the driver does not give
     for pid, (used, kind) in procs.items():
+        if used is None:
+            unknown = True
         d = host.get(pid)
         if d is not None:
             # Built as a plain tuple: this runs for every process on every tick.
@@ -331,7 +346,11 @@ def _gpu_processes(dev: Device, procs: dict[int, tuple], host: dict[int, HostPro
         else:   # gone from the host (ended, or a zombie), yet the driver lists it
             processes.append(ProcessSample(pid, index, used, kind, resolved=False,
                                            host_status=HostStatus.EXITED))
-    processes.sort(key=_most_memory_first)
+    # Most memory first, ties in NVML's order (both sorts are stable, reverse too).
+    if unknown:
+        processes.sort(key=_most_memory_first)
+    else:
+        processes.sort(key=_USED_BYTES, reverse=True)
     result = tuple(processes)
     dev.processes_seen = (procs, host, isolated, result, hidden)
     return result, hidden

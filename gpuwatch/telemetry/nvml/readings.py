@@ -215,7 +215,11 @@ class ProcessLists:
         if (seen is not None and type(compute) is list and type(graphics) is list
                 and compute == seen[0] and graphics == seen[1]):   # both lists, both times
             return seen[2], seen[3]
-        merged: dict[int, tuple[int | None, str]] = {}
+        merged = _one_list(compute, graphics)
+        if merged is not None:
+            dev.lists_seen = (compute, graphics, merged, None)
+            return merged, None
+        merged = {}
         failed: dict[str, pynvml.NVMLError] = {}
         for kind, listed in (("compute", compute), ("graphics", graphics)):
             if isinstance(listed, pynvml.NVMLError):
@@ -255,6 +259,18 @@ class ProcessLists:
             if v2 is None or call == v2:
                 return error if error is not None else pynvml.NVMLError(codes.FUNCTION_NOT_FOUND)
             self._calls[kind] = v2
+
+
+def _one_list(compute: Any, graphics: Any) -> dict[int, tuple[int | None, str]] | None:
+    """The common case at C speed: both lists read, one of them empty (a compute GPU
+    runs no graphics), no pid twice. None otherwise: then the general merge applies."""
+    if type(compute) is not list or type(graphics) is not list or (compute and graphics):
+        return None
+    kind, listed = ("graphics", graphics) if graphics else ("compute", compute)
+    limit = _UNKNOWN_MEMORY
+    merged = {p.pid: (None if (u := p.usedGpuMemory) is not None and u >= limit else u, kind)
+              for p in listed}
+    return merged if len(merged) == len(listed) else None
 
 
 def _lists_error(failed: dict[str, pynvml.NVMLError]) -> str | None:
