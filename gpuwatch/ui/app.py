@@ -98,6 +98,7 @@ class SamplingSession(QObject):
         self.bridge.finished.connect(self._finished, Qt.ConnectionType.QueuedConnection)
         window.preferences_changed.connect(self._preferences)
         window.closing.connect(self.stop)
+        window.sight_changed.connect(backend.set_host_detail)
         self.sampler: Sampler | None = None
         self._stopping = False
 

@@ -73,3 +73,40 @@ def test_hints_shown_while_unseen_catch_up_when_seen(make_window, scenario, qtbo
     window.show()
     qtbot.waitExposed(window)
     assert len(shown) == 2 and shown[-1] == len(window.hint_source.active) >= 1
+
+
+def test_the_sampler_is_told_when_the_window_rests_and_when_it_is_seen_again(
+        make_window, scenario, qtbot):
+    """Out of sight, the host's resident sets need not be read every tick: the window
+    says when it rests and, at once, when it is seen again."""
+    window = make_window()
+    window.rest_when_hidden = True
+    told: list[bool] = []
+    window.sight_changed.connect(told.append)
+    backend = scenario("oom-ramp")
+    window.show()
+    qtbot.waitExposed(window)
+    window.on_snapshots([sample_at(backend, 10)])
+    window.on_snapshots([sample_at(backend, 11)])
+    assert told == [True]
+    window.hide()
+    window.on_snapshots([sample_at(backend, 12)])
+    window.on_snapshots([sample_at(backend, 13)])
+    assert told == [True, False]
+    window.show()                          # before the next sample comes
+    qtbot.waitExposed(window)
+    assert told == [True, False, True]
+
+
+def test_the_running_app_hands_the_window_s_sight_to_the_sampled_host(
+        make_window, scenario):
+    from gpuwatch.ui.app import SamplingSession
+
+    backend = scenario("oom-ramp")
+    told: list[bool] = []
+    backend._host.set_detail = told.append         # the host the backend samples through
+    window = make_window()
+    SamplingSession(backend, window, 1.0)
+    window.sight_changed.emit(False)
+    window.sight_changed.emit(True)
+    assert told == [False, True]

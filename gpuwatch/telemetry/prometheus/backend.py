@@ -85,6 +85,9 @@ class PrometheusBackend:
         gpus, probes, warnings = self._assembler.build(series, now)
         return Snapshot(now, self.info, gpus, warnings, probes)
 
+    def set_host_detail(self, full: bool) -> None:
+        """Nothing to lighten: the exporters read their hosts' processes."""
+
     def close(self) -> None:
         """Nothing to release: each query is its own HTTP request."""
 

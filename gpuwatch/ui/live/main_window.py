@@ -6,19 +6,16 @@ thread by :class:`~gpuwatch.ui.live.bridge.SnapshotBridge`); it never talks to N
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QScrollArea,
     QSplitter,
     QTabWidget,
@@ -43,11 +40,16 @@ from gpuwatch.ui.live.plan_panel import PlanPanel
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.text_lines import TextLines
-from gpuwatch.ui.live.window_chrome import build_toolbar, focus_ring_css, name_widgets, state_text
+from gpuwatch.ui.live.window_chrome import (
+    build_toolbar,
+    focus_ring_css,
+    name_widgets,
+    source_text,
+    state_text,
+)
 from gpuwatch.ui.live.window_menus import build_menus
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
-from gpuwatch.ui.shortcuts import shortcuts_html
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.plots import TimePlots
 
@@ -71,6 +73,9 @@ class MainWindow(QMainWindow):
     preferences_changed = Signal(object)   # Preferences
     closing = Signal()
     quit_requested = Signal()              # File > Quit: leave even when a tray could stay
+    # True when the window's figures are seen, False when it rests out of sight: the
+    # sampler reads fewer host details meanwhile
+    sight_changed = Signal(bool)
 
     def __init__(self, settings: Settings, banner: str | None = None, fallback: bool = False,
                  history: History | None = None):
@@ -84,6 +89,7 @@ class MainWindow(QMainWindow):
         self.samples = 0
         self.rest_when_hidden = False    # see on_snapshots; off for grabbed-only windows
         self._stale = False
+        self._seen: bool | None = None     # last told through sight_changed
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
@@ -176,7 +182,9 @@ class MainWindow(QMainWindow):
             if i:     # not the newest: the table notes only who left in it
                 self.processes.model.pass_snapshot(snap)
         self.samples += len(snaps)
-        if self.rest_when_hidden and self.out_of_sight():
+        resting = self.rest_when_hidden and self.out_of_sight()
+        self._note_sight(not resting)
+        if resting:
             self.processes.model.pass_snapshot(snaps[-1])
             self._stale = True
         else:
@@ -186,7 +194,14 @@ class MainWindow(QMainWindow):
     def out_of_sight(self) -> bool:
         return not self.isVisible() or self.isMinimized()
 
+    def _note_sight(self, seen: bool) -> None:
+        if seen != self._seen:
+            self._seen = seen
+            self.sight_changed.emit(seen)
+
     def _catch_up(self) -> None:
+        if not self.out_of_sight():
+            self._note_sight(True)
         if self._stale and not self.out_of_sight():
             self._stale = False
             self.refresh()
@@ -362,16 +377,7 @@ class MainWindow(QMainWindow):
         self.processes.window_s = seconds
 
     def _update_status(self) -> None:
-        info = self.backend
-        if info is None:
-            text = "Waiting for the first sample"
-        elif info.kind is BackendKind.SIMULATED:
-            text = f"Simulated GPUs · scenario {info.scenario}"
-        elif info.kind is BackendKind.PROMETHEUS:
-            text = f"Prometheus · {info.hostname}"
-        else:
-            text = f"NVML · driver {info.driver_version or '?'}"
-        self.status_backend.setText(text)
+        self.status_backend.setText(source_text(self.backend))
         self.status_interval.setText(f"every {self.prefs.interval_s:g} s")
         self.interval_box.set_seconds(self.prefs.interval_s)
 
@@ -379,21 +385,6 @@ class MainWindow(QMainWindow):
     def quit(self) -> None:
         self.quit_requested.emit()
         self.close()
-
-    def _focus_filter(self) -> None:
-        self.tabs.setCurrentIndex(0)
-        self.processes.filter.setFocus()
-        self.processes.filter.selectAll()
-
-    def _show_shortcuts(self) -> None:
-        QMessageBox.information(self, "Keyboard shortcuts", shortcuts_html())
-
-    def _save_screenshot(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Save screenshot", f"gpuwatch-{time.strftime('%Y%m%d-%H%M%S')}.png",
-            "PNG image (*.png)")
-        if path:
-            self.grab().save(path)
 
     # persistence ------------------------------------------------------------------------
     def _restore(self) -> None:

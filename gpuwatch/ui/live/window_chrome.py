@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
+from gpuwatch.core.snapshot import BackendInfo, BackendKind
 from gpuwatch.core.wording import plural
 from gpuwatch.ui.widgets import theme
 
@@ -86,6 +87,17 @@ def build_toolbar(window: MainWindow) -> IntervalBox:
     box.currentIndexChanged.connect(chosen)
     window.menuBar().setCornerWidget(bar, Qt.Corner.TopRightCorner)
     return box
+
+
+def source_text(info: BackendInfo | None) -> str:
+    """Where the samples come from, for the status bar."""
+    if info is None:
+        return "Waiting for the first sample"
+    if info.kind is BackendKind.SIMULATED:
+        return f"Simulated GPUs · scenario {info.scenario}"
+    if info.kind is BackendKind.PROMETHEUS:
+        return f"Prometheus · {info.hostname}"
+    return f"NVML · driver {info.driver_version or '?'}"
 
 
 def state_text(sampling: str, samples: int, plots_live: bool) -> str:
