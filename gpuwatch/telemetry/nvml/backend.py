@@ -22,9 +22,9 @@ from gpuwatch.core.snapshot import (
 from gpuwatch.telemetry.clock import Clock, WallClock
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.hostinfo import HostInfo, HostProcess
+from gpuwatch.telemetry.nvml.process_lists import ProcessLists
 from gpuwatch.telemetry.nvml.readings import (
     Device,
-    ProcessLists,
     describe_error,
     gpu_lost,
     nvlink_count,
