@@ -203,12 +203,15 @@ class ProcessModel(ProcessRows):
     def budget(self, key: Key) -> int | None:
         return self._budgets.get(key)
 
-    def row_display(self, row: int) -> tuple[list[str], int, bool]:
-        """What the view paints for a row: its texts, the process's pid (its colour)
-        and whether the Budget cell is bold (a linked budget); ``data()`` without the
-        per-cell, per-role calls."""
+    def row_paint(self, row: int) -> tuple[list[str], int, bool, str]:
+        """What the view paints for a row: its texts, the process's pid (its colour),
+        whether the Budget cell is bold (a linked budget) and its state (see
+        :meth:`row_state`); ``data()`` without the per-cell, per-role calls."""
         key = self._keys[row]
-        return self._texts_of(key), key[1], key in self._budgets
+        p = self._samples.get(key)
+        state = EXITED if p is None else HOLDING if p.host_status is HostStatus.EXITED \
+            else LIVE
+        return self._texts_of(key), key[1], key in self._budgets, state
 
     def row_state(self, row: int) -> str:
         """``LIVE``, ``EXITED`` (gone from its GPU: greyed) or ``HOLDING`` (the driver

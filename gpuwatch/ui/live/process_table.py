@@ -5,8 +5,10 @@ Qt's item painting asks the model for half a dozen roles per cell and lays out e
 cell's text through the style on every paint: ~10 ms for a screenful of rows, even with
 a trivial ``data()``, and the whole table is repainted whenever rows re-sort (every
 sample while memory changes). Here one ``paintEvent`` reads each visible row's texts
-from the model in one call and draws them as ``QStaticText``, laid out (and elided) once
-per distinct string and column width, so a repaint is mostly glyph blits.
+from the model in one call and draws them (:mod:`~gpuwatch.ui.live.cell_texts`): the
+texts that stay as ``QStaticText``, laid out (and elided) once per distinct string and
+column width and kept while shown, so a repaint is mostly glyph blits; a text shown only
+once (a running time that changes every second) shaped as it is drawn.
 
 An exited row (its process left the GPU) is painted in the muted text colour and in
 italics, with its colour square outlined rather than filled: it holds nothing now. A
@@ -15,8 +17,6 @@ keeps the normal text, with its name in the warning colour.
 """
 
 from __future__ import annotations
-
-import math
 
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
@@ -33,6 +33,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHeaderView, QStyle, QStyleOptionHeader, QTableView, QWidget
 
+from gpuwatch.ui.live.cell_texts import BOLD, ITALIC, NORMAL, CellTexts
 from gpuwatch.ui.live.process_model import (
     BUDGET,
     EXITED,
@@ -47,8 +48,6 @@ from gpuwatch.ui.widgets import theme
 PADDING = 4          # px between a cell's edge and its text
 SWATCH = 16          # px, the process colour square in the Name column (Qt's icon size)
 SWATCH_GAP = 6       # px between the square and the name
-_CACHE_LIMIT = 8192  # laid-out strings kept before the cache starts over
-NORMAL, BOLD, ITALIC = 0, 1, 2   # text styles
 
 
 ARROW_GAP = 4        # px between a header's text and its sort arrow
@@ -171,8 +170,7 @@ class ProcessTable(QTableView):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setHorizontalHeader(SortHeader(Qt.Orientation.Horizontal, self))
-        self._texts: dict[tuple[str, int, int], tuple[QStaticText, int, int]] = {}
-        self._font_key = ""
+        self.cells = CellTexts()      # the laid-out texts of what is shown
         self.empty_text = "Waiting for the first sample…"
         self.setTabKeyNavigation(False)
         self.setAccessibleName("Processes using GPU memory")
@@ -238,13 +236,8 @@ class ProcessTable(QTableView):
         last = self.rowAt(area.bottom())
         last = rows - 1 if last < 0 else last
         columns = self._visible_columns(area)
-        font = self.font()
-        self._check_font(font)
-        bold = QFont(font)
-        bold.setBold(True)
-        italic = QFont(font)
-        italic.setItalic(True)
-        fonts = (font, bold, italic)
+        fonts = self.cells.begin(self.font(), area.contains(viewport.rect()))
+        font, italic = fonts[NORMAL], fonts[ITALIC]
         palette = self.palette()
         base = palette.color(QPalette.ColorRole.Base)
         alternate = palette.color(QPalette.ColorRole.AlternateBase)
@@ -258,54 +251,59 @@ class ProcessTable(QTableView):
         alternating = self.alternatingRowColors()
         width = viewport.width()
 
-        # per column, once: where its text starts, its room, right-aligned?, Name?, Budget?
+        # per column, once: where its text starts, its room, right-aligned?
         cells = []
+        name_x = None
         for col, x, w in columns:
             left, room = x + PADDING, w - 2 * PADDING
             if col == NAME:
+                name_x = x + PADDING
                 left, room = left + SWATCH + SWATCH_GAP, room - SWATCH - SWATCH_GAP
-            cells.append((col, left, room, col in NUMERIC, col == NAME, col == BUDGET, x))
-        cache, make = self._texts, self._static
+            if room > 0:
+                cells.append((col, left, room, col in NUMERIC))
+        draw, kept = self.cells.draw, self.cells.kept
 
         p = QPainter(viewport)
         p.setFont(font)
         for row in range(first, last + 1):
-            y = self.rowViewportPosition(row)
-            h = self.rowHeight(row)
+            y, h = self.rowViewportPosition(row), self.rowHeight(row)
             chosen = row in selected
             p.fillRect(QRect(0, y, width, h),
                        highlight if chosen else alternate if alternating and row % 2 else base)
-            texts, pid, budget_bold = model.row_display(row)
-            state = model.row_state(row)
+            texts, pid, budget_bold, state = model.row_paint(row)
             gone = state == EXITED
             pen = highlighted_text if chosen else muted if gone else text_color
+            if name_x is not None:
+                square = QRect(name_x, y + (h - SWATCH) // 2, SWATCH, SWATCH)
+                if gone:          # holds nothing now: an outline, not a filled square
+                    p.setPen(theme.process_color(pid))
+                    p.drawRect(square.adjusted(1, 1, -2, -2))
+                else:
+                    p.fillRect(square, theme.process_color(pid))
             p.setPen(pen)
-            for col, left, room, right, is_name, is_budget, x in cells:
-                if is_name:
-                    square = QRect(x + PADDING, y + (h - SWATCH) // 2, SWATCH, SWATCH)
-                    if gone:      # holds nothing now: an outline, not a filled square
-                        p.setPen(theme.process_color(pid))
-                        p.drawRect(square.adjusted(1, 1, -2, -2))
-                        p.setPen(pen)
-                    else:
-                        p.fillRect(square, theme.process_color(pid))
-                if room <= 0:
-                    continue
-                style = ITALIC if gone else BOLD if budget_bold and is_budget else NORMAL
-                laid = cache.get((texts[col], room, style)) or \
-                    make(texts[col], room, fonts[style], style)
-                static, text_w, text_h = laid
-                if style:
+            row_style = ITALIC if gone else NORMAL
+            if gone:
+                p.setFont(italic)
+            for col, left, room, right in cells:
+                style = BOLD if budget_bold and col == BUDGET and not gone else row_style
+                if style != row_style:
                     p.setFont(fonts[style])
-                flagged = is_name and state == HOLDING and not chosen
+                flagged = col == NAME and state == HOLDING and not chosen
                 if flagged:
                     p.setPen(warning)
-                p.drawStaticText(left + room - text_w if right else left,
-                                 y + (h - text_h) // 2, static)
+                laid = kept.get((texts[col], room, style))
+                if laid is None:
+                    draw(p, texts[col], left, room, y, h, right, style)
+                else:
+                    static, text_w, text_h = laid
+                    p.drawStaticText(left + room - text_w if right else left,
+                                     y + (h - text_h) // 2, static)
                 if flagged:
                     p.setPen(pen)
-                if style:
-                    p.setFont(font)
+                if style != row_style:
+                    p.setFont(fonts[row_style])
+            if gone:
+                p.setFont(font)
         p.end()
 
     def _visible_columns(self, area: QRect) -> list[tuple[int, int, int]]:
@@ -321,27 +319,9 @@ class ProcessTable(QTableView):
                 out.append((col, x, w))
         return out
 
-    def _check_font(self, font: QFont) -> None:
-        key = font.key()
-        if key != self._font_key:
-            self._font_key = key
-            self._texts.clear()
-
     def _static(self, text: str, room: int, font: QFont,
                 style: int) -> tuple[QStaticText, int, int]:
-        """``text`` laid out once in ``font`` (of ``style``), elided with "…" to ``room``
-        pixels when it is wider: (static text, width, height) in whole pixels."""
-        key = (text, room, style)
-        laid = self._texts.get(key)
-        if laid is None:
-            if len(self._texts) > _CACHE_LIMIT:
-                self._texts.clear()
-            metrics = QFontMetrics(font)
-            shown = text if metrics.horizontalAdvance(text) <= room else \
-                metrics.elidedText(text, Qt.TextElideMode.ElideRight, room)
-            static = QStaticText(shown)
-            static.setTextFormat(Qt.TextFormat.PlainText)
-            static.prepare(font=font)
-            size = static.size()
-            laid = self._texts[key] = (static, math.ceil(size.width()), math.ceil(size.height()))
-        return laid
+        """``text`` laid out in ``font`` as a cell of ``style`` shows it, elided with "…"
+        to ``room`` pixels: (static text, width, height) in whole pixels."""
+        self.cells.begin(font, full=False)
+        return self.cells.static(text, room, int(style))
