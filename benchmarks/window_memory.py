@@ -106,7 +106,7 @@ class Readings:
         table = getattr(getattr(self.window, "processes", None), "table", None)
         if table is not None:
             row["rows"] = table.model().rowCount()
-            row["texts"] = sum(len(c) for c in _text_caches(table))
+            row["texts"] = _laid_out_texts(table)
         self.rows.append(row)
         parts = [f"{minute:5.1f} min", f"rss {row['rss']:7.1f} MB"]
         if "heap" in row:
@@ -149,17 +149,12 @@ class Readings:
                     print(f"      {line.strip()}")
 
 
-def _text_caches(table: object) -> list[dict]:
-    """The laid-out-text caches of the table (whatever this version keeps)."""
-    caches = []
-    for value in vars(table).values():
-        if isinstance(value, dict) and value and isinstance(next(iter(value)), tuple):
-            caches.append(value)
-    painter = getattr(table, "cells", None)
-    for value in vars(painter).values() if painter is not None else ():
-        if isinstance(value, dict):
-            caches.append(value)
-    return caches
+def _laid_out_texts(table: object) -> int:
+    """The laid-out texts the table keeps (``cells``; ``_texts`` in older versions)."""
+    cells = getattr(table, "cells", None)
+    if cells is not None:
+        return len(cells)
+    return len(getattr(table, "_texts", ()))
 
 
 def main() -> None:
