@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 from dataclasses import dataclass, field
 
 import pynvml
@@ -116,12 +117,14 @@ class GpuTimeline:
                                | {p.end_s for p in processes if p.end_s is not None})
         self._alive: tuple[float, float, list[_Row], tuple | None] = (_INF, -_INF, [], None)
         self._state: GpuState | None = None
+        self._working = threading.Lock()
 
     def state(self, t: float) -> GpuState:
         s = self._state
         if s is not None and s.valid_from <= t < s.valid_until:
             return s
-        s = self._state = self._work_out(t)
+        with self._working:     # a PCIe poller thread may ask too; rows are updated
+            s = self._state = self._work_out(t)
         return s
 
     def _alive_at(self, t: float) -> tuple[float, float, list[_Row], tuple | None]:
