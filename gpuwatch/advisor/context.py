@@ -109,6 +109,36 @@ class RuleContext:
                                 recent_rows(ring, self.now_s, span_s, ("used_bytes",)))
         return self._cache[key]
 
+    def gpu_peak(self, gpu_index: int, span_s: float) -> float | None:
+        """The GPU's largest known memory in use over the last ``span_s`` (None: none
+        known); from its run when its memory has been flat, else from its rows."""
+        ring, run = self.history.gpu(gpu_index), self.history.gpu_run(gpu_index)
+        if ring is not None and run is not None:
+            peak, sure = run.steady_peak(ring, self.now_s - span_s)
+            if sure:
+                return peak
+        return Ring.peak_of(self.gpu_window(gpu_index, span_s)["used_bytes"])
+
+    def gpu_flat(self, gpu_index: int, span_s: float) -> bool:
+        """Every known value of the GPU's memory in use over the last ``span_s`` is the
+        same (or none is known), as far as its run says (False: it cannot say)."""
+        run = self.history.gpu_run(gpu_index)
+        return run is not None and run.changed_s <= self.now_s - span_s
+
+    def process_peaks(self, gpu: GpuSample, span_s: float) -> list[float | None]:
+        """``process_peak`` of each of the GPU's processes, in its order: from their runs
+        where their memory has been flat (most processes, most of the time), from their
+        rows for the rest."""
+        runs = self.history.process_runs(gpu.index)
+        if runs is None or len(runs.value) != len(gpu.processes):
+            return [self.process_peak(gpu.index, p.pid, span_s) for p in gpu.processes]
+        peaks, sure = runs.steady_peaks(self.now_s - span_s)
+        out: list[float | None] = [None if v != v else v for v in peaks.tolist()]
+        if not sure.all():
+            for i in np.flatnonzero(~sure).tolist():
+                out[i] = self.process_peak(gpu.index, gpu.processes[i].pid, span_s)
+        return out
+
     def process_peak(self, gpu_index: int, pid: int, span_s: float) -> float | None:
         window = self._cache.get(_process_key(gpu_index, pid, span_s))
         if window is not None:                   # read already by another rule

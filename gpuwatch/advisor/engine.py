@@ -25,7 +25,7 @@ Rules add hysteresis in value (looser thresholds to stay open than to open).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuwatch.advisor.budget_link import LinkedBudget, link_estimate
@@ -64,6 +64,29 @@ class _Track:
         """The worst severity seen within ``hold_s``, at least the latest finding's."""
         recent = [sev for sev, t in self.worst_seen_s.items() if now - t < hold_s]
         return max([self.finding.severity, *recent])
+
+
+class _Live(Collection[tuple[int, int]]):
+    """The snapshot's (GPU index, pid) keys, gathered only when first asked about: most
+    samples never need them."""
+
+    def __init__(self, snapshot: Snapshot):
+        self._snapshot = snapshot
+        self._keys: set[tuple[int, int]] | None = None
+
+    def _all(self) -> set[tuple[int, int]]:
+        if self._keys is None:
+            self._keys = {(p.gpu_index, p.pid) for p in self._snapshot.processes}
+        return self._keys
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._all()
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def urgency(hint: Hint) -> tuple:
@@ -166,7 +189,7 @@ class Advisor:
                           self._gpu_log, tuple(self._process_log.exits.values()))
         findings: dict[HintKey, Finding] = {}
         over: set[HintKey] = set()
-        live = {(p.gpu_index, p.pid) for p in snap.processes}
+        live = _Live(snap)
         due = self._due_periodic(now)
         for rule in self.rules:
             for f in self._run(rule, ctx, now, live, rule is due):
@@ -192,14 +215,17 @@ class Advisor:
         return max(overdue, key=lambda o: (o[0], -o[1]))[2] if overdue else None
 
     def _run(self, rule: Rule, ctx: RuleContext, now: float,
-             live: set[tuple[int, int]], due: bool = False) -> list[Finding]:
+             live: Collection[tuple[int, int]], due: bool = False) -> list[Finding]:
         """A rule's findings; slow-moving rules run only every ``RULE_PERIODS_S`` seconds
         (one of them a sample, see ``_due_periodic``; each once at the start) and their
         last findings stand in between (for processes still alive)."""
         period = RULE_PERIODS_S.get(rule, 0.0)
         last = self._rule_runs.get(rule)
         if period and last is not None and not due:
-            return [f for f in last[1] if f.pid is None or (f.gpu_index, f.pid) in live]
+            found = last[1]
+            if all(f.pid is None for f in found):
+                return found
+            return [f for f in found if f.pid is None or (f.gpu_index, f.pid) in live]
         found = rule(ctx)
         if period:
             self._rule_runs[rule] = (now, found)

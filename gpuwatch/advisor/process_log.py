@@ -18,6 +18,7 @@ from gpuwatch.core.snapshot import GpuState, Snapshot
 
 ProcessKey = tuple[int, int]   # (gpu index, pid)
 OOM_RISK = "oom-risk"
+_NONE: list[int] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class ProcessExit:
 class ProcessLog:
     exits: dict[ProcessKey, ProcessExit] = field(default_factory=dict)   # oldest first
     _previous: Snapshot | None = None
+    _pids: dict[int, list[int]] = field(default_factory=dict)   # the previous one's, per GPU
 
     def observe(self, history: History, open_hints: Mapping[HintKey, Hint],
                 links: Mapping[ProcessKey, LinkedBudget], peak_window_s: float,
@@ -65,16 +67,32 @@ class ProcessLog:
             return
         self._previous = snap
         now = snap.timestamp_s
-        present = {(p.gpu_index, p.pid) for p in snap.processes}
-        for key in present & self.exits.keys():
-            del self.exits[key]
+        # each GPU's pids, compared as lists: a GPU whose list is the one it had before
+        # lost no process (a snapshot lists a GPU's processes under its index)
+        pids = history.listed_pids()
+        if pids is None:
+            pids = {g.index: [p.pid for p in g.processes] for g in snap.gpus}
+        else:
+            pids = {g.index: pids.get(g.index, _NONE) for g in snap.gpus}
+        if len(pids) < len(snap.gpus):        # a GPU listed twice: compare every process
+            pids = {}
+        before, self._pids = self._pids, pids
+        if self.exits or not pids:
+            present = {(p.gpu_index, p.pid) for p in snap.processes}
+            for key in present & self.exits.keys():
+                del self.exits[key]
         if previous is not None:
             ok = {g.index for g in snap.gpus if g.state == GpuState.OK}
             for g in previous.gpus:
                 if g.index not in ok or g.state != GpuState.OK:
                     continue
+                mine = pids.get(g.index)
+                if mine is not None and before.get(g.index) == mine:
+                    continue
+                here = ({p.pid for p in snap.processes if p.gpu_index == g.index}
+                        if mine is None else set(mine))
                 for p in g.processes:
-                    if (g.index, p.pid) in present:
+                    if p.pid in here:
                         continue
                     self.exits[(g.index, p.pid)] = ProcessExit(
                         gpu_index=g.index, pid=p.pid, name=p.name, cmdline=p.cmdline,

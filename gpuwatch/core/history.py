@@ -3,15 +3,23 @@
 Memory is fixed up front for GPUs (no growth over a long session) and bounded for
 processes (each process ring grows by doubling up to its capacity, and only the most
 recently seen ``max_processes`` are kept). See ``docs/history.md`` for figures.
+
+The processes of the latest snapshot are held in one table (``process_rings``), so a
+sample of hundreds of processes is written with a few array operations. Besides the
+rows, the history keeps for each GPU and each process since when its memory has not
+changed (``gpu_run``, ``process_runs``): the advisor's rules skip the windows of
+memory that has been flat.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from gpuwatch.core.process_rings import PROCESS_COLUMNS, ProcessRings, ProcessRuns
+from gpuwatch.core.ring import Ring
 from gpuwatch.core.snapshot import GpuSample, Snapshot
 
 DAY_AT_1HZ = 24 * 3600
@@ -31,173 +39,48 @@ GPU_COLUMNS: Mapping[str, type] = {
     "temperature_c": np.float32,
     "power_w": np.float32,
 }
-PROCESS_COLUMNS: Mapping[str, type] = {"timestamp_s": np.float64, "used_bytes": np.float64}
+__all__ = ["DAY_AT_1HZ", "GPU_COLUMNS", "HOUR_AT_1HZ", "PROCESS_COLUMNS", "GpuRun", "History",
+           "ProcessRuns", "Ring"]
 
 
-class Ring:
-    """Columns of equal length in a circular buffer; reads come back oldest first."""
-
-    def __init__(self, capacity: int, columns: Mapping[str, type], initial: int | None = None):
-        if capacity < 1:
-            raise ValueError("capacity must be at least 1")
-        self.capacity = capacity
-        self._size = capacity if initial is None else max(1, min(initial, capacity))
-        self._names = tuple(columns)
-        self._arrays = [np.full(self._size, np.nan, dtype=dt) for dt in columns.values()]
-        self._start = 0   # index of the oldest row
-        self._len = 0
-
-    def __len__(self) -> int:
-        return self._len
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in self._arrays)
-
-    def _grow(self) -> None:
-        new_size = min(self.capacity, self._size * 2)
-        for i, arr in enumerate(self._arrays):
-            grown = np.full(new_size, np.nan, dtype=arr.dtype)
-            grown[: self._size] = np.concatenate([arr[self._start:], arr[: self._start]])
-            self._arrays[i] = grown
-        self._start = 0
-        self._size = new_size
-
-    def append_values(self, values: Sequence[float | None]) -> None:
-        """Add a row given in column order (None stores NaN: unknown, never 0)."""
-        if self._len == self._size and self._size < self.capacity:
-            self._grow()
-        if self._len < self._size:
-            at = (self._start + self._len) % self._size
-            self._len += 1
-        else:  # full: overwrite the oldest
-            at = self._start
-            self._start = (self._start + 1) % self._size
-        for arr, value in zip(self._arrays, values, strict=True):
-            arr[at] = np.nan if value is None else value
-
-    def append_pair(self, first: float, second: float | None) -> None:
-        """``append_values`` for a two-column ring (a process's time and memory), the
-        per-process cost of every sample: no tuple, no loop."""
-        size = self._size
-        if self._len == size and size < self.capacity:
-            self._grow()
-            size = self._size
-        if self._len < size:
-            at = (self._start + self._len) % size
-            self._len += 1
-        else:
-            at = self._start
-            self._start = (at + 1) % size
-        a, b = self._arrays
-        a[at] = first
-        b[at] = np.nan if second is None else second
-
-    def append(self, row: Mapping[str, float | None]) -> None:
-        self.append_values([row.get(name) for name in self._names])
-
-    def load_columns(self, columns: Mapping[str, np.ndarray]) -> None:
-        """Replace the contents with whole columns of equal length, oldest first (a
-        recorded session being replayed). Only the newest ``capacity`` rows are kept; a
-        column not given is unknown (NaN)."""
-        lengths = {len(v) for v in columns.values()}
-        if len(lengths) > 1:
-            raise ValueError("columns must have equal lengths")
-        n = lengths.pop() if lengths else 0
-        keep = min(n, self.capacity)
-        size = max(1, keep, min(self._size, self.capacity))
-        arrays = []
-        for name, arr in zip(self._names, self._arrays, strict=True):
-            fresh = np.full(size, np.nan, dtype=arr.dtype)
-            if name in columns and keep:
-                fresh[:keep] = np.asarray(columns[name])[n - keep:]
-            arrays.append(fresh)
-        self._arrays = arrays
-        self._size = size
-        self._start = 0
-        self._len = keep
-
-    def column(self, name: str, last: int | None = None) -> np.ndarray:
-        """The column in time order (a copy), optionally only its ``last`` rows."""
-        arr = self._arrays[self._names.index(name)]
-        n = self._len if last is None else max(0, min(last, self._len))
-        first = (self._start + self._len - n) % self._size
-        if first + n <= self._size:
-            return arr[first : first + n].copy()
-        return np.concatenate([arr[first:], arr[: (first + n) % self._size]])
-
-    def peak_since(self, name: str, since_s: float) -> float | None:
-        """The largest known value of ``name`` in the rows with ``timestamp_s >=
-        since_s``; None when there is none (no rows, or only unknown values)."""
-        return self.peak_of(self.since(since_s, (name,))[name])
-
-    @staticmethod
-    def peak_of(values: np.ndarray) -> float | None:
-        """The largest known value; None when there is none."""
-        if values.size == 0:
-            return None
-        peak = float(np.fmax.reduce(values))     # NaN (unknown) only where every value is
-        return None if peak != peak else peak
-
-    def since(self, since_s: float, names: Sequence[str]) -> dict[str, np.ndarray]:
-        """The rows with ``timestamp_s >= since_s`` (timestamps ascending), oldest first,
-        as read-only views of the ring where those rows lie in one piece (a copy where
-        they wrap around its end). Cheaper than ``column`` for the advisor's many short
-        reads of the newest minutes: no copy, one binary search. The views change with
-        the next ``append``: use them at once."""
-        ts = self._arrays[self._names.index("timestamp_s")]
-        start, n, size = self._start, self._len, self._size
-        newer = start + n - size          # rows that wrapped to the front of the buffer
-        if newer > 0 and ts[0] <= since_s:
-            first = int(ts[:newer].searchsorted(since_s, side="left"))
-            parts: tuple[slice, ...] = (slice(first, newer),)
-        elif newer > 0:
-            first = start + int(ts[start:].searchsorted(since_s, side="left"))
-            parts = (slice(first, size), slice(0, newer))
-        else:
-            first = start + int(ts[start:start + n].searchsorted(since_s, side="left"))
-            parts = (slice(first, start + n),)
-        out = {}
-        for name in names:
-            arr = self._arrays[self._names.index(name)]
-            if len(parts) == 1:
-                view = arr[parts[0]]
-                view.flags.writeable = False
-            else:
-                view = np.concatenate([arr[parts[0]], arr[parts[1]]])
-            out[name] = view
-        return out
-
-    def first(self, name: str) -> float | None:
-        """The oldest row's value of ``name`` (None: no rows, or unknown)."""
-        if not self._len:
-            return None
-        value = self._arrays[self._names.index(name)][self._start]
-        return None if np.isnan(value) else float(value)
-
-    def last(self, name: str) -> float | None:
-        if not self._len:
-            return None
-        arr = self._arrays[self._names.index(name)]
-        value = arr[(self._start + self._len - 1) % self._size]
-        return None if np.isnan(value) else float(value)
-
-
-def _gpu_row(timestamp_s: float, g: GpuSample) -> dict[str, float | None]:
+def _gpu_row(timestamp_s: float, g: GpuSample) -> tuple[float | None, ...]:
+    """A GPU's row, in ``GPU_COLUMNS`` order."""
     m = g.memory
-    return {
-        "timestamp_s": timestamp_s,
-        "used_bytes": m.used_bytes,
-        "reserved_bytes": m.reserved_bytes,
-        "total_bytes": m.total_bytes,
-        "gpu_util_percent": g.gpu_util_percent,
-        "memory_busy_percent": g.memory_busy_percent,
-        "estimated_bandwidth_bytes_per_s": g.estimated_bandwidth_bytes_per_s,
-        "pcie_tx_bytes_per_s": g.pcie_tx_bytes_per_s,
-        "pcie_rx_bytes_per_s": g.pcie_rx_bytes_per_s,
-        "temperature_c": g.temperature_c,
-        "power_w": g.power_w,
-    }
+    return (timestamp_s, m.used_bytes, m.reserved_bytes, m.total_bytes, g.gpu_util_percent,
+            g.memory_busy_percent, g.estimated_bandwidth_bytes_per_s, g.pcie_tx_bytes_per_s,
+            g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w)
+
+
+@dataclass(slots=True)
+class GpuRun:
+    """A GPU's memory in use, as ``ProcessRuns`` has it for processes: every known value
+    from ``changed_s`` on equals ``value`` (−inf: every row), the newest known is from
+    ``known_s`` (−inf: none)."""
+
+    changed_s: float = -np.inf
+    known_s: float = -np.inf
+    value: float = np.nan
+    newest_s: float = -np.inf       # the newest row's time, known or not
+
+    def observe(self, t: float, used: float | None) -> None:
+        self.newest_s = t
+        if used is None:
+            return
+        if used != self.value and self.value == self.value:
+            self.changed_s = t
+        self.value, self.known_s = float(used), t
+
+    def steady_peak(self, ring: Ring, since_s: float) -> tuple[float | None, bool]:
+        """(peak, sure): the largest known ``used_bytes`` of the rows with ``timestamp_s >=
+        since_s`` (None: none known), when the run alone says it; (None, False) when the
+        rows must be read."""
+        if self.known_s < since_s:
+            return None, True
+        if self.changed_s <= since_s and (self.known_s == self.newest_s
+                                          or self.known_s >= (ring.first("timestamp_s")
+                                                              or np.inf)):
+            return self.value, True         # (the known row is still in the ring)
+        return None, False
 
 
 ProcessKey = tuple[int, int]   # (gpu index, pid)
@@ -217,28 +100,30 @@ class History:
         self.max_processes = max_processes
         self.process_capacity = min(process_capacity, capacity)
         self.gpus: dict[int, Ring] = {}
-        self.processes: OrderedDict[ProcessKey, Ring] = OrderedDict()  # least recently seen first
+        # least recently seen first; a mapping of rings, mostly views of one table
+        self.processes: ProcessRings = ProcessRings(self.process_capacity, max_processes)
         self.latest: Snapshot | None = None
+        self._runs: dict[int, GpuRun] = {}
+        self._appended: Snapshot | None = None   # the last snapshot given to append
 
     def append(self, snapshot: Snapshot) -> None:
         t = snapshot.timestamp_s
+        listing: list[tuple[int, list[int]]] = []   # each GPU's pids, in snapshot order
+        values: list[float | None] = []
         for g in snapshot.gpus:
             ring = self.gpus.get(g.index)
             if ring is None:
                 ring = self.gpus[g.index] = Ring(self.capacity, GPU_COLUMNS)
-            ring.append(_gpu_row(t, g))
-            for p in g.processes:
-                key = (g.index, p.pid)
-                pring = self.processes.get(key)
-                if pring is None:
-                    pring = self.processes[key] = Ring(self.process_capacity, PROCESS_COLUMNS,
-                                                          initial=64)
-                else:
-                    self.processes.move_to_end(key)
-                pring.append_pair(t, p.used_bytes)
-        while len(self.processes) > self.max_processes:
-            self.processes.popitem(last=False)
-        self.latest = snapshot
+            ring.append_values(_gpu_row(t, g))
+            run = self._runs.get(g.index)
+            if run is None:
+                run = self._runs[g.index] = GpuRun()
+            run.observe(t, g.memory.used_bytes)
+            if g.processes:
+                listing.append((g.index, [p.pid for p in g.processes]))
+                values += [p.used_bytes for p in g.processes]
+        self.processes.append(t, listing, values)
+        self.latest = self._appended = snapshot
 
     def extend(self, snapshots: Iterable[Snapshot]) -> None:
         for s in snapshots:
@@ -250,11 +135,29 @@ class History:
     def process(self, gpu_index: int, pid: int) -> Ring | None:
         return self.processes.get((gpu_index, pid))
 
+    def process_runs(self, gpu_index: int) -> ProcessRuns | None:
+        """The runs of the GPU's processes in ``latest``, in its order (for tests of all
+        of them at once); None when they are not known (a history loaded, not appended)."""
+        if self.latest is None or self.latest is not self._appended:
+            return None
+        return self.processes.runs(gpu_index)
+
+    def listed_pids(self) -> dict[int, list[int]] | None:
+        """Each GPU's pids in ``latest``, in its order (do not change the lists); None
+        when not known (a history loaded, not appended, or a GPU listed twice)."""
+        if self.latest is None or self.latest is not self._appended:
+            return None
+        return self.processes.pids_by_gpu
+
+    def gpu_run(self, gpu_index: int) -> GpuRun | None:
+        """The run of the GPU's memory in use; None when not known (as ``process_runs``)."""
+        if self.latest is None or self.latest is not self._appended:
+            return None
+        return self._runs.get(gpu_index)
+
     @property
     def nbytes(self) -> int:
-        return sum(r.nbytes for r in self.gpus.values()) + sum(
-            r.nbytes for r in self.processes.values()
-        )
+        return sum(r.nbytes for r in self.gpus.values()) + self.processes.nbytes
 
     @staticmethod
     def bytes_per_gpu(capacity: int = DAY_AT_1HZ) -> int:

@@ -27,8 +27,10 @@ def bandwidth_saturated(ctx: RuleContext) -> list[Finding]:
         known = ~np.isnan(busy)
         if known.sum() < 3 or t[-1] - t[0] < 0.95 * s.bandwidth_window_s:
             continue
-        low = float(np.quantile(busy[known], s.bandwidth_quantile))
         bar = s.bandwidth_busy_percent - (5.0 if ctx.is_active(CODE, gpu.index) else 0.0)
+        if float(np.fmax.reduce(busy)) < bar:      # no quantile is above the largest
+            continue
+        low = float(np.quantile(busy[known], s.bandwidth_quantile))
         if low < bar:
             continue
         bw = w["estimated_bandwidth_bytes_per_s"]

@@ -19,9 +19,10 @@ CODE = "contention"
 def _needs(ctx: RuleContext, gpu: GpuSample) -> list[tuple[int, str | None, float, bool]]:
     """(pid, name, need, from a budget) for every process on the GPU."""
     out = []
-    for p in gpu.processes:
-        peak = ctx.process_peak(gpu.index, p.pid, ctx.settings.contention_window_s)
-        link = ctx.links.get((gpu.index, p.pid))
+    links = ctx.links
+    peaks = ctx.process_peaks(gpu, ctx.settings.contention_window_s)
+    for p, peak in zip(gpu.processes, peaks, strict=True):
+        link = links.get((gpu.index, p.pid)) if links else None
         if link is not None:
             out.append((p.pid, p.name, max(float(link.peak_bytes), peak or 0.0), True))
         elif peak is not None:

@@ -71,6 +71,21 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
     return trend
 
 
+def floor_may_move(ctx: RuleContext, gpu: GpuSample) -> list[int]:
+    """The positions among ``gpu.processes`` of those whose memory changed over the rows
+    ``floor_trend`` reads (the leak window, less a process's warm-up when the window
+    holds its first row): ``floor_trend`` is None for every other one, their floors
+    being flat. All of them when the runs are not known."""
+    runs = ctx.history.process_runs(gpu.index)
+    if runs is None or len(runs.value) != len(gpu.processes):
+        return list(range(len(gpu.processes)))
+    s = ctx.settings
+    window_from = ctx.now_s - s.leak_window_s
+    whole = runs.oldest_s >= window_from          # the window holds the process's first row
+    read_from = np.where(whole, runs.oldest_s + s.leak_warmup_s, window_from)
+    return np.flatnonzero(runs.changed_s > read_from).tolist()
+
+
 def _finding(ctx: RuleContext, gpu: GpuSample, p: ProcessSample, trend: Trend) -> Finding:
     limit = ctx.limit_bytes(gpu)
     used = gpu.memory.used_bytes
@@ -112,7 +127,8 @@ def _mostly_cache(ctx: RuleContext, gpu_index: int, pid: int) -> bool:
 def memory_leak(ctx: RuleContext) -> list[Finding]:
     out = []
     for gpu in ctx.ok_gpus():
-        for p in gpu.processes:
+        for i in floor_may_move(ctx, gpu):
+            p = gpu.processes[i]
             if _mostly_cache(ctx, gpu.index, p.pid):
                 continue
             trend = floor_trend(ctx, gpu.index, p.pid)

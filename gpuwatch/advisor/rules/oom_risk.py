@@ -56,10 +56,12 @@ def _peak(values: np.ndarray) -> float | None:
 def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> tuple[Climb | None, float | None]:
     """The current climb, if there is one, and the latest bucket's peak (None: no data)."""
     s = ctx.settings
-    w = ctx.gpu_window(gpu.index, s.trend_window_s)
-    t, used = w["timestamp_s"], w["used_bytes"]
     total = gpu.memory.total_bytes or 0
     tie = s.trend_tie_fraction * total
+    if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
+        return None, None      # flat: the newest quarter cannot top the earlier peaks
+    w = ctx.gpu_window(gpu.index, s.trend_window_s)
+    t, used = w["timestamp_s"], w["used_bytes"]
     # The cheapest of the tests below first, as most samples fail it (memory flat, or
     # a steady sawtooth): a current climb's newest quarter tops every earlier peak.
     newest_s = s.trend_recent_s / 4
@@ -149,12 +151,11 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         exit_s = ctx.last_exit_s(gpu.index)
         span = s.free_window_s if exit_s is None else min(s.free_window_s,
                                                           ctx.now_s - exit_s)
-        used = ctx.gpu_window(gpu.index, span)["used_bytes"]
-        used = used[~np.isnan(used)]
-        if used.size == 0:
+        peak = ctx.gpu_peak(gpu.index, span)
+        if peak is None:
             continue
         capacity = total - (gpu.memory.reserved_bytes or 0)
-        free = max(0.0, capacity - float(used.max()))
+        free = max(0.0, capacity - peak)
         free_fraction = free / total
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 

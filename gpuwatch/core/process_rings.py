@@ -1,0 +1,421 @@
+"""The processes' memory history: the rings of the processes in the latest snapshot in
+one pair of 2-D arrays (a row each), the others as separate rings.
+
+With 64 processes a GPU, a ring object per process costs a Python call per process
+per sample to write, and the advisor one per process to read. Here a sample of every
+process is written with a few array operations, and the advisor can test all of a
+GPU's processes at once (:class:`ProcessRuns`). A process missing from a snapshot has
+its rows moved out to a separate :class:`~gpuwatch.core.history.Ring` of the size it
+would have grown to on its own (so memory stays what it was for the many short-lived
+processes of a shared box); one that comes back is moved in again.
+
+Besides its rows, each process's row of the table keeps when its memory last changed
+(``changed_s``: every known value from then on equals ``value``), when its memory was
+last known (``known_s``) and that value, so that a rule can tell without reading a
+window that its memory has been flat.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuwatch.core.ring import Ring
+
+PROCESS_COLUMNS: Mapping[str, type] = {"timestamp_s": np.float64, "used_bytes": np.float64}
+ProcessKey = tuple[int, int]   # (gpu index, pid)
+FIRST_ROWS = 64                # a process's first rows; its ring doubles from here
+FIRST_SLOTS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRuns:
+    """For each process of a GPU in the latest snapshot (in its order): the oldest row's
+    time (``oldest_s``), since when every known value equals ``value`` (``changed_s``,
+    −inf: every row in the ring), and the newest known value's time (``known_s``, −inf:
+    none known)."""
+
+    oldest_s: np.ndarray
+    changed_s: np.ndarray
+    known_s: np.ndarray
+    value: np.ndarray
+
+    def steady_peaks(self, since_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """(peak, sure): the largest known value of each process's rows with ``timestamp_s
+        >= since_s`` (NaN: none known), where ``sure`` says it follows from the runs
+        alone; elsewhere the rows must be read."""
+        none_known = self.known_s < since_s
+        flat = (self.changed_s <= since_s) & (self.known_s >= self.oldest_s)
+        peak = np.where(none_known, np.nan, self.value)
+        return peak, none_known | flat
+
+
+class ProcessTable:
+    """Rows of equal width, one per live process: ``ts`` and ``used`` (float64, NaN
+    unknown), each row a ring with its own start and length."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.width = min(FIRST_ROWS, capacity)
+        self._allocate(FIRST_SLOTS, self.width)
+        self.slot_of: dict[ProcessKey, int] = {}
+        self.free: list[int] = list(range(FIRST_SLOTS - 1, -1, -1))
+        self.views: dict[int, SlotRing] = {}
+        self._all_known = False        # every value of the last write was known
+
+    def _allocate(self, slots: int, width: int) -> None:
+        self.ts = np.full((slots, width), np.nan)
+        self.used = np.full((slots, width), np.nan)
+        self.start = np.zeros(slots, np.int64)
+        self.length = np.zeros(slots, np.int64)
+        self.changed_s = np.full(slots, -np.inf)
+        self.known_s = np.full(slots, -np.inf)
+        self.value = np.full(slots, np.nan)
+
+    @property
+    def nbytes_per_row(self) -> int:
+        return 16 * self.width
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, n).nbytes for n in ("ts", "used", "start", "length",
+                                                      "changed_s", "known_s", "value"))
+
+    # --- shape --------------------------------------------------------------------
+    def _rows_in_order(self, column: np.ndarray) -> np.ndarray:
+        """Every row's values oldest first (rotated so that each row starts at 0)."""
+        cols = (self.start[:, None] + np.arange(self.width)) % self.width
+        return np.take_along_axis(column, cols, axis=1)
+
+    def _widen(self) -> None:
+        new = min(self.capacity, self.width * 2)
+        for name in ("ts", "used"):
+            grown = np.full((len(self.start), new), np.nan)
+            old = getattr(self, name)
+            # below the capacity no row has wrapped: each starts at 0
+            grown[:, : self.width] = old if not self.start.any() else self._rows_in_order(old)
+            setattr(self, name, grown)
+        self.start[:] = 0
+        self.width = new
+
+    def _more_slots(self) -> None:
+        old = len(self.start)
+        arrays = {n: getattr(self, n) for n in ("ts", "used", "start", "length", "changed_s",
+                                                  "known_s", "value")}
+        self._allocate(2 * old, self.width)
+        for name, arr in arrays.items():
+            getattr(self, name)[:old] = arr
+        self.free.extend(range(2 * old - 1, old - 1, -1))
+
+    # --- slots ----------------------------------------------------------------------
+    def take(self, key: ProcessKey, ring: Ring | None = None) -> int:
+        """A slot for ``key``, empty or holding ``ring``'s newest rows."""
+        if not self.free:
+            self._more_slots()
+        slot = self.free.pop()
+        self.slot_of[key] = slot
+        self.start[slot] = 0
+        self.ts[slot] = np.nan
+        self.used[slot] = np.nan
+        self.changed_s[slot] = self.known_s[slot] = -np.inf
+        self.value[slot] = np.nan
+        if ring is not None and len(ring):
+            t, used = ring.column("timestamp_s"), ring.column("used_bytes")
+            n = min(len(t), self.capacity)
+            while self.width < n:
+                self._widen()
+            t, used = t[-n:], used[-n:]
+            self.ts[slot, :n], self.used[slot, :n] = t, used
+            self.length[slot] = n
+            self._runs_from(slot, t, used)
+        else:
+            self.length[slot] = 0
+        return slot
+
+    def _runs_from(self, slot: int, t: np.ndarray, used: np.ndarray) -> None:
+        known = ~np.isnan(used)
+        if not known.any():
+            return
+        kt, kv = t[known], used[known]
+        differs = np.flatnonzero(kv != kv[-1])
+        self.changed_s[slot] = kt[differs[-1] + 1] if differs.size else -np.inf
+        self.known_s[slot], self.value[slot] = kt[-1], kv[-1]
+
+    def give_back(self, key: ProcessKey) -> Ring:
+        """Free ``key``'s slot; its rows as a separate ring, as large as the ring would
+        have grown on its own (64 rows doubling, up to the capacity)."""
+        slot = self.slot_of.pop(key)
+        n = int(self.length[slot])
+        size = FIRST_ROWS
+        while size < n:
+            size *= 2
+        ring = Ring(self.capacity, PROCESS_COLUMNS, initial=min(size, self.capacity))
+        view = self.views.pop(slot, None)
+        if n:
+            order = (int(self.start[slot]) + np.arange(n)) % self.width
+            ring.load_columns({"timestamp_s": self.ts[slot, order],
+                               "used_bytes": self.used[slot, order]})
+        if view is not None:
+            view.moved = ring
+        self.free.append(slot)
+        return ring
+
+    def view(self, key: ProcessKey) -> SlotRing:
+        slot = self.slot_of[key]
+        ring = self.views.get(slot)
+        if ring is None:
+            ring = self.views[slot] = SlotRing(self, slot)
+        return ring
+
+    # --- writing ----------------------------------------------------------------------
+    def write(self, slots: np.ndarray, t: float, values: np.ndarray,
+              same: bool = False) -> None:
+        """Append (t, value) to each slot's ring (each slot once). ``same``: the slots
+        and values of the last call again (flat memory), which changes no run."""
+        length = self.length[slots]
+        width = self.width
+        if width < self.capacity:
+            # no row has filled its width yet (it would have been widened), so every
+            # row starts at 0 and the next free column is its length
+            if (length == width).any():
+                self._widen()
+            self.ts[slots, length] = t
+            self.used[slots, length] = values
+            self.length[slots] = length + 1
+        else:
+            start = self.start[slots]
+            full = length == width
+            at = (start + length) % width
+            self.ts[slots, at] = t
+            self.used[slots, at] = values
+            if full.any():
+                self.start[slots] = np.where(full, (start + 1) % width, start)
+                self.length[slots] = np.minimum(length + 1, width)
+            else:
+                self.length[slots] = length + 1
+        if same and self._all_known:
+            self.known_s[slots] = t
+            return
+        known = values == values
+        self._all_known = bool(known.all())
+        before = self.value[slots]
+        differs = known & (values != before) & (before == before)
+        if differs.any():
+            self.changed_s[slots[differs]] = t
+        if self._all_known:
+            self.value[slots] = values
+            self.known_s[slots] = t
+        else:
+            self.value[slots[known]] = values[known]
+            self.known_s[slots[known]] = t
+
+    def runs(self, slots: np.ndarray) -> ProcessRuns:
+        oldest = self.ts[slots, self.start[slots]]
+        oldest = np.where(self.length[slots] > 0, oldest, np.inf)
+        return ProcessRuns(oldest, self.changed_s[slots], self.known_s[slots],
+                           self.value[slots])
+
+
+class ProcessRings(MutableMapping):
+    """``History.processes``: (GPU index, pid) → the process's ring, least recently seen
+    first. The latest snapshot's processes live in a :class:`ProcessTable` (their rings
+    are views of its rows); the rest are separate rings."""
+
+    def __init__(self, capacity: int, max_processes: int):
+        self.max_processes = max_processes
+        self.table = ProcessTable(capacity)
+        self.others: OrderedDict[ProcessKey, Ring] = OrderedDict()   # least recent first
+        self.live: list[ProcessKey] = []       # the table's keys, in the latest order
+        self._slots = np.zeros(0, np.intp)     # their slots, in that order
+        self.by_gpu: dict[int, slice] = {}     # each GPU's part of ``live``
+        self.pids_by_gpu: dict[int, list[int]] | None = {}
+        self._listing: list[tuple[int, list[int]]] | None = []   # the last one appended
+        self._values: list[float | None] | None = None
+        self._array: np.ndarray | None = None              # ``_values`` as float64
+
+    # --- Mapping ------------------------------------------------------------------
+    def __getitem__(self, key: ProcessKey) -> Ring:
+        if key in self.table.slot_of:
+            return self.table.view(key)
+        return self.others[key]
+
+    def get(self, key: ProcessKey, default: Ring | None = None) -> Ring | None:  # type: ignore[override]
+        if key in self.table.slot_of:
+            return self.table.view(key)
+        return self.others.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.table.slot_of or key in self.others
+
+    def __setitem__(self, key: ProcessKey, ring: Ring) -> None:
+        """A ring of one's own (a recorded session replayed): kept as it is given."""
+        if key in self.table.slot_of:
+            self._drop_live(key)
+        self.others[key] = ring
+        self.others.move_to_end(key)
+
+    def __delitem__(self, key: ProcessKey) -> None:
+        if key in self.table.slot_of:
+            self._drop_live(key)
+        else:
+            del self.others[key]
+
+    def _drop_live(self, key: ProcessKey) -> None:
+        self.table.give_back(key)
+        i = self.live.index(key)
+        self.live = self.live[:i] + self.live[i + 1:]
+        self._slots = np.delete(self._slots, i)
+        self._unaligned()
+
+    def __iter__(self) -> Iterator[ProcessKey]:
+        yield from list(self.others)
+        yield from list(self.live)
+
+    def __len__(self) -> int:
+        return len(self.others) + len(self.live)
+
+    @property
+    def nbytes(self) -> int:
+        """The table (every slot, used or not) and the separate rings."""
+        return self.table.nbytes + sum(r.nbytes for r in self.others.values())
+
+    # --- a snapshot's processes -----------------------------------------------------
+    def append(self, t: float, listing: list[tuple[int, list[int]]],
+               values: list[float | None]) -> None:
+        """One row for each process of ``listing`` (each GPU's pids, in snapshot order;
+        ``values`` their memory, in the same order)."""
+        if listing != self._listing:
+            keys = [(index, pid) for index, pids in listing for pid in pids]
+            if len(set(keys)) < len(keys):
+                self._append_with_repeats(t, keys, values)
+                return
+            self._relist(keys)
+            self._listing = listing
+            self.pids_by_gpu = dict(listing)
+            self.by_gpu, first = {}, 0
+            for index, pids in listing:
+                self.by_gpu[index] = slice(first, first + len(pids))
+                first += len(pids)
+            if len(self.pids_by_gpu) < len(listing):     # a GPU listed twice
+                self.by_gpu, self.pids_by_gpu = {}, None
+            self._values, self._array = None, None
+        if values:
+            same = values == self._values and self._array is not None   # flat memory
+            if not same:
+                self._values, self._array = values, np.array(values, dtype=np.float64)
+            self.table.write(self._slots, t, self._array, same)   # type: ignore[arg-type]
+        self._evict()
+
+    def _relist(self, keys: list[ProcessKey]) -> None:
+        """The table holds ``keys`` from now on: rows of processes gone are moved out
+        (least recently seen first), those back moved in."""
+        table, now = self.table, set(keys)
+        for key in self.live:
+            if key not in now:
+                self.others[key] = table.give_back(key)
+        for key in keys:
+            if key not in table.slot_of:
+                table.take(key, self.others.pop(key, None))
+        self.live = list(keys)
+        self._slots = np.array([table.slot_of[k] for k in keys], dtype=np.intp)
+
+    def _append_with_repeats(self, t: float, keys: list[ProcessKey],
+                             values: list[float | None]) -> None:
+        """A snapshot listing a process twice: its rows are written in turn, and it
+        counts as seen where it was last listed."""
+        order = list(dict.fromkeys(reversed(keys)))[::-1]
+        self._relist(order)
+        self._unaligned()
+        passes: list[tuple[list[int], list[float | None]]] = []
+        count: dict[ProcessKey, int] = {}
+        for key, value in zip(keys, values, strict=True):
+            n = count[key] = count.get(key, 0) + 1
+            while len(passes) < n:
+                passes.append(([], []))
+            passes[n - 1][0].append(self.table.slot_of[key])
+            passes[n - 1][1].append(value)
+        for slots, vals in passes:
+            self.table.write(np.array(slots, dtype=np.intp), t,
+                             np.array(vals, dtype=np.float64))
+        self._evict()
+
+    def _evict(self) -> None:
+        over = len(self.others) + len(self.live) - self.max_processes
+        while over > 0 and self.others:
+            self.others.popitem(last=False)
+            over -= 1
+        if over > 0:                           # more processes in one snapshot than kept
+            for key in self.live[:over]:
+                self.table.give_back(key)
+            self.live = self.live[over:]
+            self._slots = self._slots[over:]
+            self._unaligned()
+
+    def _unaligned(self) -> None:
+        """The table's order is no longer a snapshot's listing."""
+        self.by_gpu, self.pids_by_gpu, self._listing = {}, None, None
+        self._values = self._array = None
+
+    def runs(self, gpu_index: int) -> ProcessRuns | None:
+        if self.pids_by_gpu is None:
+            return None
+        span = self.by_gpu.get(gpu_index, slice(0, 0))
+        return self.table.runs(self._slots[span])
+
+
+class SlotRing(Ring):
+    """A process's ring that is a row of a :class:`ProcessTable`: reads as a ring does
+    (its history writes it). Once its process has left the table, it reads the
+    separate ring its rows were moved to (no longer written)."""
+
+    def __init__(self, table: ProcessTable, slot: int):   # a view: no columns of its own
+        self._table = table
+        self._slot = slot
+        self.moved: Ring | None = None
+        self.capacity = table.capacity
+
+    def _ring(self) -> Ring:
+        """A ring over the row as it is now (cheap: no copy)."""
+        if self.moved is not None:
+            return self.moved
+        table, slot = self._table, self._slot
+        ring = Ring.__new__(Ring)
+        ring.capacity = table.capacity
+        ring._size = table.width
+        ring._names = tuple(PROCESS_COLUMNS)
+        ring._arrays = [table.ts[slot], table.used[slot]]
+        ring._start = int(table.start[slot])
+        ring._len = int(table.length[slot])
+        return ring
+
+    def __len__(self) -> int:
+        return len(self.moved) if self.moved is not None else int(self._table.length[self._slot])
+
+    @property
+    def nbytes(self) -> int:
+        return self.moved.nbytes if self.moved is not None else self._table.nbytes_per_row
+
+    def column(self, name: str, last: int | None = None) -> np.ndarray:
+        return self._ring().column(name, last)
+
+    def since(self, since_s: float, names: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._ring().since(since_s, names)
+
+    def peak_since(self, name: str, since_s: float) -> float | None:
+        return self._ring().peak_since(name, since_s)
+
+    def first(self, name: str) -> float | None:
+        return self._ring().first(name)
+
+    def last(self, name: str) -> float | None:
+        return self._ring().last(name)
+
+    def _written_by_history(self, *args: object) -> None:
+        raise TypeError("a process ring of a History is written by History.append")
+
+    append_values = append_pair = append = load_columns = _written_by_history  # type: ignore[assignment]
+
+
