@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuwatch.sessions import schema
+from gpuwatch.sessions import process_changes, schema
 from gpuwatch.sessions.errors import SessionFileError
 
 
@@ -111,6 +111,13 @@ class SessionReader:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._conn = schema.open_read_only(self.path)
+        try:
+            self.version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise SessionFileError(str(self.path), schema.describe_database_error(exc)) \
+                from None
+        self._time_bases: dict[int, np.ndarray] = {}
 
     def close(self) -> None:
         self._conn.close()
@@ -139,13 +146,16 @@ class SessionReader:
             raise self.damaged("its table definitions are not readable text") from None
 
     def _rows(self, table: str, columns: str, tail: str = "",
-              params: tuple = ()) -> list[tuple]:
+              params: tuple = (), computed: dict[str, str] | None = None) -> list[tuple]:
         """``SELECT columns FROM table tail``, each cell checked against its kind.
 
         ``columns`` is ``"name:kind, ..."``; kinds are text, int, real, bytes, time, each
-        with ``!`` when the column is required."""
+        with ``!`` when the column is required. ``computed`` reads a column through an
+        SQL expression instead (a damaged cell is still named by the column)."""
         spec = [c.strip().split(":") for c in columns.split(",")]
-        sql = f"SELECT rowid, {', '.join(n for n, _ in spec)} FROM {table} {tail}"
+        computed = computed or {}
+        sql = (f"SELECT rowid, {', '.join(computed.get(n, n) for n, _ in spec)} "
+               f"FROM {table} {tail}")
         with self._query() as c:
             rows = c.execute(sql, params).fetchall()
         out = []
@@ -182,13 +192,14 @@ class SessionReader:
         return value
 
     def _series(self, table: str, columns: tuple[str, ...], kinds: tuple[str, ...],
-                where: str, params: tuple, state: bool = False) -> tuple[np.ndarray, list[str]]:
+                where: str, params: tuple, state: bool = False,
+                order: str = "t_s, rowid") -> tuple[np.ndarray, list[str]]:
         """Numeric columns as one float array (NULL -> NaN), and with ``state`` the
         ``state`` text column too, read in one query; a damaged cell is refused."""
         select = ("state", *columns) if state else columns
         with self._query() as c:
             rows = c.execute(f"SELECT {', '.join(select)} FROM {table} {where} "
-                             "ORDER BY t_s, rowid", params).fetchall()
+                             f"ORDER BY {order}", params).fetchall()
         states: list[str] = []
         if state:
             states = [r[0] if isinstance(r[0], str) else self._text(r[0]) for r in rows]
@@ -210,7 +221,9 @@ class SessionReader:
         # something is wrong: find the cell to name it
         spec = [f"{c}:{k}" for c, k in zip(columns, kinds, strict=True)]
         self._rows(table, ", ".join((["state:text!"] if state else []) + spec),
-                   f"{where} ORDER BY t_s, rowid", params)
+                   f"{where} ORDER BY {order}", params)
+        if data is not None and None not in states:
+            return data, states      # every cell is right: 2**63 - 1 is 2.0**63 as a float
         raise self.damaged(f"{table} holds a value that is not a number")
 
     @staticmethod
@@ -279,16 +292,50 @@ class SessionReader:
         return tuple(_KINDS[c] for c in columns)
 
     def processes(self) -> list[ProcessRow]:
+        # schema 2: no end time yet means listed at the last sample written, read in the
+        # same query so a file being recorded gives one consistent picture
+        computed = {} if self.version < 2 else {"last_seen_s": (
+            "COALESCE(last_seen_s, (SELECT t_s FROM gpu_sample ORDER BY rowid DESC LIMIT 1))")}
         rows = self._rows("process", "id:int!, gpu:int!, pid:int!, name:text, cmdline:text, "
                           "user:text, container:text, first_seen_s:time!, last_seen_s:time!, "
-                          "peak_used_bytes:bytes", "ORDER BY id")
+                          "peak_used_bytes:bytes", "ORDER BY id", computed=computed)
         return [ProcessRow(r[0], r[1], r[2], r[3], tuple(_json_list(r[4])), *r[5:])
                 for r in rows]
 
     def process_series(self, process_id: int) -> tuple[np.ndarray, np.ndarray]:
-        data, _ = self._series("process_sample", ("t_s", "used_bytes"), ("time!", "bytes"),
-                               "WHERE process_id = ?", (process_id,))
-        return data[:, 0], data[:, 1]
+        """A process's memory at each sample that listed it, in time order: times (s from
+        the start) and bytes (NaN where unknown), whichever layout the file has."""
+        if self.version < 2:
+            data, _ = self._series("process_sample", ("t_s", "used_bytes"),
+                                   ("time!", "bytes"), "WHERE process_id = ?", (process_id,))
+            return data[:, 0], data[:, 1]
+        gpu = self._rows("process", "gpu:int!", "WHERE id = ?", (process_id,))
+        if not gpu:
+            return np.empty(0), np.empty(0)
+        base = self._time_base(gpu[0][0])
+        data, _ = self._series("process_change", ("sample", "used_bytes", "listed"),
+                               ("int!", "bytes", "int!"), "WHERE process_id = ?",
+                               (process_id,), order="sample, rowid")
+        sample = data[:, 0]
+        bad = (sample < 0) | (sample != np.floor(sample))
+        if bad.any():
+            rowid = self._conn.execute(
+                "SELECT rowid FROM process_change WHERE process_id = ? ORDER BY sample, rowid "
+                f"LIMIT 1 OFFSET {int(np.flatnonzero(bad)[0])}", (process_id,)).fetchone()
+            raise self.damaged(f"process_change.sample in row {rowid[0] if rowid else '?'} "
+                               "is not a sample number")
+        return process_changes.expand(base, sample.astype(np.int64), data[:, 1],
+                                      data[:, 2] != 0)
+
+    def _time_base(self, gpu: int) -> np.ndarray:
+        """The times of a GPU's samples in the order they were written: position n is
+        the ``sample`` n of a process_change row (read once per GPU)."""
+        base = self._time_bases.get(gpu)
+        if base is None:
+            data, _ = self._series("gpu_sample", ("t_s",), ("time!",), "WHERE gpu = ?",
+                                   (gpu,), order="rowid")
+            base = self._time_bases[gpu] = data[:, 0]
+        return base
 
     def hints(self) -> list[HintRow]:
         rows = self._rows("hint", "code:text!, severity:text!, gpu:int, pid:int, title:text!, "

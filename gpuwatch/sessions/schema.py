@@ -1,9 +1,23 @@
 """The session file: an SQLite database with a versioned schema.
 
 ``PRAGMA application_id`` marks the file as gpuwatch's (so a foreign database is
-refused, not misread) and ``PRAGMA user_version`` holds the schema version. Newer
-versions add migrations to ``MIGRATIONS``; a file from a newer gpuwatch is refused
-with a clear message, and reading never modifies a file (it is opened read-only).
+refused, not misread) and ``PRAGMA user_version`` holds the schema version. A file from a
+newer gpuwatch is refused with a clear message, and reading never modifies a file (it is
+opened read-only).
+
+Versions:
+
+1. Every process's memory at every sample: one ``process_sample`` row per process and
+   sample (a day of 512 processes at 1 Hz is 44 million rows).
+2. Only changes: one ``process_change`` row when a process appears, when its memory
+   changes, and when it is missing from a listing; the reader carries each value over
+   the GPU's samples until the next row. ``process.last_seen_s`` is NULL while the
+   process was listed at the last sample written (filled in when the file is closed).
+   GPU rows are unchanged: one per GPU and sample, the time base.
+
+New files are written as version 2; version 1 files are read as they are (the reader
+knows both layouts), so no file is ever rewritten. A gpuwatch that reads only version 1
+refuses a version-2 file ("written by a newer gpuwatch") instead of misreading it.
 """
 
 from __future__ import annotations
@@ -19,9 +33,9 @@ from pathlib import Path
 from gpuwatch.sessions.errors import SessionFileError
 
 APPLICATION_ID = 0x67707777      # "gpww"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-SCHEMA_V1 = """
+_COMMON = """
 CREATE TABLE session (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     uuid TEXT NOT NULL,
@@ -57,24 +71,6 @@ CREATE TABLE gpu_sample (
     power_w REAL
 );
 CREATE INDEX gpu_sample_by_gpu ON gpu_sample (gpu, t_s);
-CREATE TABLE process (
-    id INTEGER PRIMARY KEY,
-    gpu INTEGER NOT NULL,
-    pid INTEGER NOT NULL,
-    name TEXT,
-    cmdline TEXT,                        -- JSON list of arguments
-    user TEXT,
-    container TEXT,
-    first_seen_s REAL NOT NULL,
-    last_seen_s REAL NOT NULL,
-    peak_used_bytes INTEGER
-);
-CREATE TABLE process_sample (
-    t_s REAL NOT NULL,
-    process_id INTEGER NOT NULL REFERENCES process (id),
-    used_bytes INTEGER
-);
-CREATE INDEX process_sample_by_process ON process_sample (process_id, t_s);
 CREATE TABLE hint (
     id INTEGER PRIMARY KEY,
     code TEXT NOT NULL,
@@ -104,8 +100,44 @@ CREATE TABLE budget_link (
 );
 """
 
-# version n -> the statements that bring a version-n file to version n + 1
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+_PROCESS = """
+CREATE TABLE process (
+    id INTEGER PRIMARY KEY,
+    gpu INTEGER NOT NULL,
+    pid INTEGER NOT NULL,
+    name TEXT,
+    cmdline TEXT,                        -- JSON list of arguments
+    user TEXT,
+    container TEXT,
+    first_seen_s REAL NOT NULL,
+    last_seen_s REAL{last_seen}
+    peak_used_bytes INTEGER
+);
+"""
+
+# version 1: one process_sample row per process and sample (read, no longer written)
+SCHEMA_V1 = _COMMON + _PROCESS.format(last_seen=" NOT NULL,") + """
+CREATE TABLE process_sample (
+    t_s REAL NOT NULL,
+    process_id INTEGER NOT NULL REFERENCES process (id),
+    used_bytes INTEGER
+);
+CREATE INDEX process_sample_by_process ON process_sample (process_id, t_s);
+"""
+
+# version 2: a process_change row only where a process's memory or presence changes
+SCHEMA_V2 = _COMMON + _PROCESS.format(
+    last_seen=",                    -- NULL: listed at the last sample written") + """
+CREATE TABLE process_change (
+    process_id INTEGER NOT NULL REFERENCES process (id),
+    sample INTEGER NOT NULL,             -- n: the n-th gpu_sample row of the process's GPU
+                                         -- (from 0, in the order written)
+    t_s REAL NOT NULL,                   -- that sample's time (for people reading SQL)
+    used_bytes INTEGER,                  -- held from that sample on, until the next row
+    listed INTEGER NOT NULL              -- 1: listed from that sample on; 0: missing
+);
+CREATE INDEX process_change_by_process ON process_change (process_id, sample);
+"""
 
 
 def prepare_new(path: Path) -> None:
@@ -137,7 +169,7 @@ def create(path: Path) -> sqlite3.Connection:
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA_V1)
+        conn.executescript(SCHEMA_V2)
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.commit()
@@ -266,19 +298,6 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
 def _connect(path: Path, params: str) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.as_uri()}?{params}", uri=True,
                            factory=_ReadConnection)
-
-
-def migrate(conn: sqlite3.Connection) -> int:
-    """Bring a writable session file up to SCHEMA_VERSION; returns the version it had."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    start = version
-    while version < SCHEMA_VERSION:
-        with conn:
-            for statement in MIGRATIONS[version]:
-                conn.execute(statement)
-            version += 1
-            conn.execute(f"PRAGMA user_version={version}")
-    return start
 
 
 def describe_database_error(exc: sqlite3.DatabaseError) -> str:

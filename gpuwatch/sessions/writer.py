@@ -1,14 +1,19 @@
 """Turning snapshots, hints and links into rows of a session file (one thread only).
 
-The writer keeps the lifetimes of processes and GPU states in memory, so each
-snapshot costs a few batched INSERTs; process peaks and last-seen times are written
-back at each commit. :class:`gpuwatch.sessions.recorder.Recorder` owns one on its thread.
+GPUs get a row per sample (the session's time base). A process gets a row only when
+something changes: it appears, its memory changes, or it is missing from a listing
+(schema version 2, see :mod:`gpuwatch.sessions.schema`); the reader carries each
+value forward. So a steady sample costs one batched INSERT of the GPU rows and, per
+process, a dictionary look-up and one comparison. Peaks and end times are written back
+at each commit, only for the processes whose peak rose or that left since the last one.
+:class:`gpuwatch.sessions.recorder.Recorder` owns one on its thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import sqlite3
 import uuid
 from collections import OrderedDict
@@ -17,7 +22,7 @@ from pathlib import Path
 
 from gpuwatch import __version__
 from gpuwatch.core.hints import Hint, HintEvent, HintEventKind, Severity
-from gpuwatch.core.snapshot import GpuState, Snapshot
+from gpuwatch.core.snapshot import GpuState, ProcessSample, Snapshot
 from gpuwatch.sessions import schema
 from gpuwatch.sessions.liveness import hold_live_lock
 
@@ -28,13 +33,39 @@ ENDED_REMEMBERED = 1024
 
 ProcessKey = tuple[int, int, float | None]      # (gpu, pid, started at)
 
+_INSERT_CHANGE = "INSERT INTO process_change VALUES (?,?,?,?,?)"
+
+
+_PID, _STARTED, _USED = (operator.itemgetter(ProcessSample._fields.index(f))
+                         for f in ("pid", "started_at_s", "used_bytes"))
+_STATE_TEXT = {state: state.value for state in GpuState}
+
 
 @dataclass(slots=True)
 class _Process:
     id: int
+    key: ProcessKey
+    used: int | None              # the value of its latest process_change row
     peak: int | None
-    last_seen_s: float
-    dirty: bool = True
+    listed: bool = True           # in its GPU's latest listing
+    last_seen_s: float | None = None   # set when it leaves a listing
+    dirty: bool = False           # peak or last_seen_s not yet written to its row
+
+
+@dataclass(slots=True)
+class _Listing:
+    """A GPU's latest process listing: pids, start times and bytes in the order listed,
+    and the processes by (pid, started at)."""
+    pids: list[int]
+    starts: list[float | None]
+    used: list[int | None]
+    processes: dict[tuple[int, float | None], _Process]
+
+
+def _by_key(proc: _Process) -> tuple:
+    """Processes that leave at one sample are written in (GPU, pid, start) order."""
+    gpu, pid, started = proc.key
+    return gpu, pid, started is not None, started or 0.0
 
 
 class SessionWriter:
@@ -50,9 +81,13 @@ class SessionWriter:
             self._live.release()
             raise
         self._started: float | None = None
-        self._processes: dict[ProcessKey, _Process] = {}     # alive, or ended since the commit
+        # alive, or ended since the last commit
+        self._processes: dict[ProcessKey, _Process] = {}
+        self._left: list[ProcessKey] = []      # ended since the last commit
+        self._dirty: list[_Process] = []       # rows to write back at the commit
         self._ended: OrderedDict[ProcessKey, _Process] = OrderedDict()
-        self._alive: set[ProcessKey] = set()
+        self._listings: dict[int, _Listing] = {}
+        self._gpu_rows: dict[int, int] = {}    # GPU -> gpu_sample rows written for it
         self._gpu_states: dict[int, GpuState] = {}
         self._known_gpus: set[int] = set()
         self._hints: dict[tuple, int] = {}
@@ -79,55 +114,127 @@ class SessionWriter:
         if self._started is None:
             self.start(snapshot, None)
         t = self._t(snapshot.timestamp_s)
-        self._last_t = t
+        previous_t, self._last_t = self._last_t, t
         conn = self._conn
-        gpu_rows, sample_rows, events = [], [], []
-        alive: set[ProcessKey] = set()
+        gpu_rows: list[tuple] = []
+        changes: list[tuple] = []
+        events: list[tuple] = []
+        left: list[_Process] = []
+        counts, listings = self._gpu_rows, self._listings
+        here: dict[int, int] = {}           # GPU -> the position of its row in this snapshot
         for g in snapshot.gpus:
+            gpu = g.index
             m = g.memory
-            if g.index not in self._known_gpus and g.state is GpuState.OK:
-                self._known_gpus.add(g.index)
+            if gpu not in self._known_gpus and g.state is GpuState.OK:
+                self._known_gpus.add(gpu)
                 conn.execute("INSERT OR REPLACE INTO gpu (idx, uuid, name, total_bytes) "
-                             "VALUES (?, ?, ?, ?)", (g.index, g.uuid, g.name, m.total_bytes))
-            before = self._gpu_states.get(g.index)
-            if before is not None and before != g.state:
-                kind = "gpu-lost" if g.state is GpuState.LOST else (
-                    "gpu-recovered" if g.state is GpuState.OK else "gpu-error")
-                events.append((t, kind, g.index, None, g.error))
-            self._gpu_states[g.index] = g.state
-            gpu_rows.append((t, g.index, g.state.value, m.used_bytes, m.reserved_bytes,
+                             "VALUES (?, ?, ?, ?)", (gpu, g.uuid, g.name, m.total_bytes))
+            before = self._gpu_states.get(gpu)
+            if before is not g.state:
+                if before is not None:
+                    kind = "gpu-lost" if g.state is GpuState.LOST else (
+                        "gpu-recovered" if g.state is GpuState.OK else "gpu-error")
+                    events.append((t, kind, gpu, None, g.error))
+                self._gpu_states[gpu] = g.state
+            gpu_rows.append((t, gpu, _STATE_TEXT[g.state], m.used_bytes, m.reserved_bytes,
                              m.total_bytes, g.gpu_util_percent, g.memory_busy_percent,
                              g.estimated_bandwidth_bytes_per_s, g.pcie_tx_bytes_per_s,
                              g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w))
-            for p in g.processes:
-                key = (g.index, p.pid, p.started_at_s)
-                alive.add(key)
-                proc = self._processes.get(key)
-                if proc is None and key in self._ended:    # back after a missed listing
-                    proc = self._processes[key] = self._ended.pop(key)
-                if proc is None:
-                    cur = conn.execute(
-                        "INSERT INTO process (gpu, pid, name, cmdline, user, container, "
-                        "first_seen_s, last_seen_s, peak_used_bytes) VALUES (?,?,?,?,?,?,?,?,?)",
-                        _storable((g.index, p.pid, p.name, json.dumps(list(p.cmdline)), p.user,
-                                   p.container, t, t, p.used_bytes)))
-                    proc = self._processes[key] = _Process(cur.lastrowid, p.used_bytes, t)
-                    if self.samples:
-                        events.append((t, "process-started", g.index, p.pid, p.name))
-                else:
-                    proc.last_seen_s = t
-                    if p.used_bytes is not None and (proc.peak is None or p.used_bytes > proc.peak):
-                        proc.peak = p.used_bytes
-                    proc.dirty = True
-                sample_rows.append((t, proc.id, p.used_bytes))
-        for key in self._alive - alive:
-            events.append((t, "process-ended", key[0], key[1], None))
-        self._alive = alive
+            position = here[gpu] = counts.get(gpu, 0)
+            counts[gpu] = position + 1
+            # pids, start times and bytes, gathered and compared in C: the same listing
+            # as last time, the usual case, costs no Python per process
+            procs = g.processes
+            used = list(map(_USED, procs))
+            previous = listings.get(gpu)
+            if previous is None or used != previous.used:
+                self._relist(gpu, procs, used, position, t, changes, events, left)
+            else:
+                pids, starts = list(map(_PID, procs)), list(map(_STARTED, procs))
+                if pids != previous.pids or starts != previous.starts:
+                    self._relist(gpu, procs, used, position, t, changes, events, left)
+        if len(here) < len(listings):                    # a GPU missing from the snapshot
+            for gpu in [gpu for gpu in listings if gpu not in here]:
+                left += listings.pop(gpu).processes.values()
+        for proc in sorted(left, key=_by_key):
+            self._leave(proc, here, previous_t, t, changes, events)
         _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
-        _insert(conn, "INSERT INTO process_sample VALUES (?,?,?)", sample_rows)
+        if changes:
+            _insert(conn, _INSERT_CHANGE, changes)
         if events:
             _insert(conn, "INSERT INTO event VALUES (?,?,?,?,?)", events)
         self.samples += 1
+
+    def _relist(self, gpu: int, samples: tuple[ProcessSample, ...], listed_used: list,
+                position: int, t: float, changes: list, events: list,
+                left: list[_Process]) -> None:
+        """A GPU's listing that differs from its previous one: rows for what changed."""
+        previous = self._listings.get(gpu)
+        before = previous.processes if previous is not None else {}
+        now: dict[tuple[int, float | None], _Process] = {}
+        pids, starts = list(map(_PID, samples)), list(map(_STARTED, samples))
+        for p, pid, started, used in zip(samples, pids, starts, listed_used, strict=True):
+            key = (pid, started)
+            if key in now:
+                continue              # listed twice in one listing: the first one counts
+            proc = before.get(key)
+            if proc is None:          # new, or back after a gap
+                proc = self._list(gpu, p, position, t, changes, events)
+            elif used != proc.used:
+                proc.used = used
+                changes.append((proc.id, position, t, used, 1))
+                if used is not None and (proc.peak is None or used > proc.peak):
+                    proc.peak = used
+                    self._mark_dirty(proc)
+            now[key] = proc
+        if len(now) < len(before) or any(key not in now for key in before):
+            left += [proc for key, proc in before.items() if key not in now]
+        self._listings[gpu] = _Listing(pids, starts, listed_used, now)
+
+    def _list(self, gpu: int, p: ProcessSample, position: int, t: float,
+              changes: list, events: list) -> _Process:
+        """A process that was not in its GPU's previous listing: new, or back after a gap."""
+        key = (gpu, p.pid, p.started_at_s)
+        used = p.used_bytes
+        proc = self._processes.get(key)
+        if proc is None and key in self._ended:          # back after a missed listing
+            proc = self._processes[key] = self._ended.pop(key)
+        if proc is None:
+            cur = self._conn.execute(
+                "INSERT INTO process (gpu, pid, name, cmdline, user, container, "
+                "first_seen_s, last_seen_s, peak_used_bytes) VALUES (?,?,?,?,?,?,?,NULL,?)",
+                _storable((gpu, p.pid, p.name, json.dumps(list(p.cmdline)), p.user,
+                           p.container, t, used)))
+            proc = self._processes[key] = _Process(cur.lastrowid, key, used, used)
+            if self.samples:
+                events.append((t, "process-started", gpu, p.pid, p.name))
+        else:
+            proc.used, proc.listed = used, True
+            proc.last_seen_s = None                      # listed again: its row says so
+            if used is not None and (proc.peak is None or used > proc.peak):
+                proc.peak = used
+            self._mark_dirty(proc)
+        changes.append((proc.id, position, t, used, 1))
+        return proc
+
+    def _leave(self, proc: _Process, here: dict[int, int], previous_t: float, t: float,
+               changes: list, events: list) -> None:
+        """A process listed in the previous snapshot and not in this one: a row saying
+        so, at the position this snapshot's row of its GPU has (or would have, when the
+        GPU is missing from the snapshot too)."""
+        gpu, pid, _ = proc.key
+        proc.listed, proc.last_seen_s = False, previous_t
+        self._mark_dirty(proc)
+        self._left.append(proc.key)
+        at = here.get(gpu)
+        changes.append((proc.id, self._gpu_rows.get(gpu, 0) if at is None else at, t,
+                        None, 0))
+        events.append((t, "process-ended", gpu, pid, None))
+
+    def _mark_dirty(self, proc: _Process) -> None:
+        if not proc.dirty:
+            proc.dirty = True
+            self._dirty.append(proc)
 
     def add_hint_event(self, event: HintEvent) -> None:
         hint: Hint = event.hint
@@ -172,19 +279,27 @@ class SessionWriter:
     # -- durability --------------------------------------------------------------------
 
     def commit(self) -> None:
-        dirty = [(p.peak, p.last_seen_s, p.id) for p in self._processes.values() if p.dirty]
-        if dirty:
-            _insert(self._conn,
-                "UPDATE process SET peak_used_bytes=?, last_seen_s=? WHERE id=?", dirty)
-            for p in self._processes.values():
-                p.dirty = False
+        self._write_back()
         self._conn.commit()
         self._forget_ended()
 
+    def _write_back(self) -> None:
+        """Peaks that rose and end times that changed since the last commit."""
+        if self._dirty:
+            _insert(self._conn,
+                    "UPDATE process SET peak_used_bytes=?, last_seen_s=? WHERE id=?",
+                    [(p.peak, p.last_seen_s, p.id) for p in self._dirty])
+            for p in self._dirty:
+                p.dirty = False
+            self._dirty.clear()
+
     def _forget_ended(self) -> None:
         """Move processes that have ended (their rows are written) out of the working set."""
-        for key in [k for k in self._processes if k not in self._alive]:
-            self._ended[key] = self._processes.pop(key)
+        for key in self._left:
+            proc = self._processes.get(key)
+            if proc is not None and not proc.listed:     # not back since
+                self._ended[key] = self._processes.pop(key)
+        self._left.clear()
         while len(self._ended) > ENDED_REMEMBERED:
             self._ended.popitem(last=False)
 
@@ -193,6 +308,11 @@ class SessionWriter:
         if self._started is not None:
             end = ended_at_s if ended_at_s is not None else self._started + self._last_t
             self._conn.execute("UPDATE session SET ended_at_s=? WHERE id=1", (end,))
+            # still listed at the last sample: their rows get that time, so a closed
+            # file needs no reading between the lines
+            self._write_back()
+            self._conn.execute("UPDATE process SET last_seen_s=? WHERE last_seen_s IS NULL",
+                               (self._last_t,))
         try:
             self.commit()
             with contextlib.suppress(sqlite3.Error):   # a reader holds it: the WAL stays
@@ -212,9 +332,11 @@ def _storable(row: tuple) -> tuple:
 
 
 def _insert(conn: sqlite3.Connection, sql: str, rows: list) -> None:
-    """executemany, retried with :func:`_storable` rows if a value overflowed (rare: the
-    check is not paid on every row)."""
+    """executemany, with :func:`_storable` rows from the first row whose value overflowed
+    (the rows before it are in; rare, so the check is not paid on every row)."""
     try:
         conn.executemany(sql, rows)
     except OverflowError:
-        conn.executemany(sql, [_storable(r) for r in rows])
+        first = next(i for i, row in enumerate(rows)
+                     if any(type(v) is int and v not in _INT64 for v in row))
+        conn.executemany(sql, [_storable(r) for r in rows[first:]])

@@ -464,7 +464,11 @@ def test_text_that_is_not_utf8_still_reports(session, tmp_path, capsys):
     ("UPDATE process SET first_seen_s = 9e999", "impossible number"),
     ("UPDATE process SET pid = 1.5", "whole number"),
     ("UPDATE gpu SET total_bytes = 'big'", "gpu.total_bytes"),
-    ("UPDATE process_sample SET used_bytes = 'x' WHERE rowid = 1", "process_sample.used_bytes"),
+    ("UPDATE process_change SET used_bytes = 'x' WHERE rowid = 1", "process_change.used_bytes"),
+    ("UPDATE process_change SET sample = 'x' WHERE rowid = 1", "process_change.sample in row 1"),
+    ("UPDATE process_change SET sample = -4 WHERE rowid = 1",
+     "process_change.sample in row 1 is not a sample number"),
+    ("UPDATE process_change SET listed = X'00' WHERE rowid = 1", "process_change.listed"),
 ])
 def test_wrong_typed_cells_are_refused_naming_the_cell(session, tmp_path, capsys, damage,
                                                        words):
@@ -477,6 +481,34 @@ def test_wrong_typed_cells_are_refused_naming_the_cell(session, tmp_path, capsys
         assert words in err and "Traceback" not in err
     assert sha(session) == before and names(session.parent) == [session.name]
     assert not list(tmp_path.glob("r.*"))
+
+
+@pytest.fixture
+def dense_session(tmp_path) -> Path:
+    """A session in the first layout (a row per process and sample), as gpuwatch wrote
+    them before process rows were kept only where they change."""
+    from dense_layout import DenseSessionWriter
+
+    backend = open_backend(SourceOptions(demo="workstation", time_scale="max"))
+    (tmp_path / "in").mkdir()
+    writer = DenseSessionWriter(tmp_path / "in" / "old.gpuwatch.sqlite")
+    for t in range(0, 40, 4):
+        backend.clock.set_elapsed(t)
+        writer.add_snapshot(backend.sample())
+    backend.close()
+    writer.close(None)
+    return writer.path
+
+
+def test_a_damaged_cell_of_the_first_layout_is_refused_naming_it(dense_session, tmp_path,
+                                                                   capsys):
+    code, _, err = run(capsys, "report", str(dense_session), "--format", "csv", "-o",
+                       str(tmp_path / "ok.zip"))
+    assert code == 0, err
+    _set(dense_session, "UPDATE process_sample SET used_bytes = 'x' WHERE rowid = 1")
+    code, _, err = run(capsys, "report", str(dense_session), "--format", "csv", "-o",
+                       str(tmp_path / "r.zip"))
+    assert code == 2 and "process_sample.used_bytes in row 1" in err, err
 
 
 def test_null_in_a_required_column_is_refused(session, tmp_path, capsys):
