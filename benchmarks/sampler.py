@@ -15,7 +15,8 @@ They run in a child process, because the loader reads ``LD_LIBRARY_PATH`` at sta
 
 Run:  .venv/bin/python benchmarks/sampler.py [--samples N] [--real-samples N] [--profile]
 Another checkout's gpuwatch (e.g. a `git worktree` of an older commit) is measured
-with PYTHONPATH=<that checkout> in front.
+with PYTHONPATH=<that checkout> in front, or beside this one, each row in turn, with
+``--baseline <that checkout>`` (every measurement then runs in a child process).
 """
 
 from __future__ import annotations
@@ -222,14 +223,40 @@ def real_child(samples: int, profile: bool) -> None:
     print(json.dumps({"floor": floor, "sample": full, "with_history": with_history}))
 
 
+def with_checkout(env: dict, checkout: Path | None) -> dict:
+    """``env`` with ``checkout``'s gpuwatch first on the import path (None: as is)."""
+    if checkout is None:
+        return env
+    return {**env, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(checkout), env.get("PYTHONPATH")) if p)}
+
+
+def this_checkout() -> Path:
+    import gpuwatch
+
+    return Path(gpuwatch.__file__).resolve().parents[1]
+
+
+def measure_simulated_in(checkout: Path, gpus: int, processes: int, samples: int) -> dict:
+    """measure_simulated in a child process importing ``checkout``'s gpuwatch."""
+    argv = [sys.executable, __file__, "--sim-child", str(gpus), str(processes),
+            "--samples", str(samples)]
+    done = subprocess.run(argv, env=with_checkout(dict(os.environ), checkout),
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the simulated child failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def measure_real(library: Path, gpus: int, per_gpu: int, samples: int,
-                 profile: bool) -> dict:
+                 profile: bool, checkout: Path | None = None) -> dict:
     children = start_sleepers(gpus * per_gpu)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             probe_dir = os.path.join(tmp, "probes")
             os.mkdir(probe_dir, 0o700)
-            env = fake_driver_env(library, gpus, [c.pid for c in children], probe_dir)
+            env = with_checkout(
+                fake_driver_env(library, gpus, [c.pid for c in children], probe_dir), checkout)
             argv = [sys.executable, __file__, "--real-child", "--samples", str(samples)]
             done = subprocess.run(argv + (["--profile"] if profile else []), env=env,
                                   capture_output=True, text=True, check=False)
@@ -240,6 +267,21 @@ def measure_real(library: Path, gpus: int, per_gpu: int, samples: int,
     if profile:
         print(done.stderr)
     return json.loads(done.stdout.splitlines()[-1])
+
+
+ROWS = {"floor": None, "sample": "NvmlBackend.sample()",
+        "with_history": "sample() + History.append()"}
+
+
+def print_rows(r: dict, floor_label: str, before: dict | None) -> None:
+    """One shape's rows; with ``before`` (the baseline's figures), both and their ratio."""
+    for key, label in ROWS.items():
+        label = label or floor_label
+        if before is None:
+            print(_row(label, r[key], None if key == "floor" else r["floor"]))
+        else:
+            print(f"  {label:<34}{before[key] * 1e3:8.3f} ms before {r[key] * 1e3:8.3f} ms "
+                  f"after  {r[key] / before[key]:5.2f}x")
 
 
 def main() -> None:
@@ -253,32 +295,46 @@ def main() -> None:
                         help="run only these rows")
     parser.add_argument("--profile", action="store_true",
                         help="real rows: print where gpuwatch's sample spends its time")
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="measure this other checkout's gpuwatch too, row by row")
     parser.add_argument("--real-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sim-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.real_child:
         real_child(args.samples, args.profile)
         return
+    if args.sim_child:
+        print(json.dumps(measure_simulated(*args.sim_child, args.samples)))
+        return
     print("CPU time (process_time) per sample, best of 3 rounds.")
+    if args.baseline:
+        print(f"before: {args.baseline.resolve()}; after: {this_checkout()}; "
+              "each row measured before, then after")
     simulated: dict[int, dict] = {}
     if args.only != "real":
         print("\nSimulated NVML (stepped virtual clock, the scenario's cached host):")
         for gpus, processes in SHAPES_SIMULATED:
-            r = simulated[processes] = measure_simulated(gpus, processes, args.samples)
+            before = None
+            if args.baseline:
+                before = measure_simulated_in(args.baseline, gpus, processes, args.samples)
+                r = measure_simulated_in(this_checkout(), gpus, processes, args.samples)
+            else:
+                r = measure_simulated(gpus, processes, args.samples)
+            simulated[processes] = r
             print(f"{gpus} GPUs x {processes} processes ({processes // gpus} per GPU):")
-            print(_row("bare NVML calls (floor)", r["floor"]))
-            print(_row("NvmlBackend.sample()", r["sample"], r["floor"]))
-            print(_row("sample() + History.append()", r["with_history"], r["floor"]))
+            print_rows(r, "bare NVML calls (floor)", before)
     if args.only != "simulated":
         library = build_fake_driver()
         print("\nReal path (nvidia-ml-py over the fake driver, real `sleep` processes, "
               "psutil and /proc):")
         for gpus, per_gpu in SHAPES_REAL:
-            r = measure_real(library, gpus, per_gpu, args.real_samples, args.profile)
+            before = (measure_real(library, gpus, per_gpu, args.real_samples, args.profile,
+                                   args.baseline) if args.baseline else None)
+            r = measure_real(library, gpus, per_gpu, args.real_samples, args.profile,
+                             this_checkout() if args.baseline else None)
             processes = gpus * per_gpu
             print(f"{gpus} GPUs x {processes} processes ({per_gpu} per GPU):")
-            print(_row("bare pynvml + psutil loop (floor)", r["floor"]))
-            print(_row("NvmlBackend.sample()", r["sample"], r["floor"]))
-            print(_row("sample() + History.append()", r["with_history"], r["floor"]))
+            print_rows(r, "bare pynvml + psutil loop (floor)", before)
             if processes in simulated:
                 print(f"  {'real / simulated sample()':<34}"
                       f"{r['sample'] / simulated[processes]['sample']:8.2f}x")
