@@ -10,9 +10,10 @@ import itertools
 import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, QRectF
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel
 
+from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.decimate import band_decimate
 from gpuwatch.ui.widgets.plot_items import (
     DASHES,
@@ -138,19 +139,28 @@ def test_long_windows_draw_bandwidth_as_a_mean_with_its_band(make_window, scenar
     feed(window, backend, range(0, 700))
     plots = window.plots
     assert not plots.band_mode
-    assert 0 not in plots._bw_bands or not plots._bw_bands[0]._polygons
+    assert not banded(plots)
     x60, _ = plots._bw_curves[0].getData()
     plots.set_window(600)
     assert plots.band_mode
-    band = plots._bw_bands[0]                  # one GPU: its band is drawn
-    assert band._polygons and band.isVisible()
+    assert banded(plots) == [0]                # one GPU: its band is drawn
     x, mean = plots._bw_curves[0].getData()
     assert len(x) <= plots.memory.getViewBox().width() / 2 + 1  # one point per 2 px
     raw = window.history.gpu(0).column("estimated_bandwidth_bytes_per_s", last=600) / 1e9
-    box = band.boundingRect()
-    assert box.top() <= np.nanmin(raw) + 1e-6 and np.nanmax(raw) - 1e-6 <= box.bottom()
     assert np.nanmin(raw) - 1e-6 <= np.nanmin(mean) <= np.nanmax(mean) <= np.nanmax(raw) + 1e-6
     assert len(x60) > 0
+    # drawn: the band's colour fills the plot between the lowest and highest values
+    QApplication.processEvents()
+    image = plots.bandwidth.grab().toImage()
+    vb = plots.bandwidth.getViewBox()
+    fill = QColor(theme.gpu_color(0))
+    bg = QColor(theme.colors().plot_bg)
+    at_s = window.history.latest.timestamp_s - 100
+    top, bottom = (plots.bandwidth.mapFromScene(vb.mapViewToScene(QPointF(at_s, v)))
+                   for v in (np.nanmax(raw), np.nanmin(raw)))
+    column = [QColor(image.pixel(top.x(), y)) for y in range(top.y(), bottom.y() + 1)]
+    tinted = [c for c in column if c != bg and abs(c.hue() - fill.hue()) < 30]
+    assert len(tinted) > len(column) // 2
 
 
 def test_band_decimation_keeps_mean_min_and_max() -> None:
@@ -255,9 +265,16 @@ def test_with_many_gpus_only_the_pointed_gpu_has_a_band(make_window, scenario,
     feed(window, scenario("multi-gpu-ddp"), range(300, 1000, 1))
     plots = window.plots
     assert plots.band_mode
-    assert not any(b._polygons for b in plots._bw_bands.values())
+    assert not banded(plots)
     plots.set_highlight(5)
-    assert [i for i, b in plots._bw_bands.items() if b._polygons] == [5]
+    assert banded(plots) == [5]
     plots.set_highlight(None)
     window.focus_gpu(2)
-    assert [i for i, b in plots._bw_bands.items() if b._polygons] == [2]
+    assert banded(plots) == [2]
+
+
+def banded(plots) -> list[int]:
+    """The GPUs whose bandwidth band the canvas draws (a filled layer of their colour)."""
+    bands = [layer for layer in plots.canvases[1].layers if layer.brush is not None]
+    colors = {theme.gpu_color(i).rgb(): i for i in plots._bw_curves}
+    return sorted(colors[layer.brush.color().rgb()] for layer in bands)

@@ -98,3 +98,104 @@ def band_decimate(x: np.ndarray, y: np.ndarray, buckets: int
     low[empty] = np.nan
     high[empty] = np.nan
     return mid, mean, low, high
+
+
+def bucket_starts(t: np.ndarray, width: float, origin: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(bucket number of each run of samples, index of the run's first sample) for sorted
+    times ``t`` cut into buckets ``[origin + k * width, origin + (k + 1) * width)``.
+
+    Buckets fixed in time (not in sample count, as ``minmax_decimate`` cuts them) give
+    the same points for the same time whatever window they are read in: what a plot
+    that keeps its past as an image and draws only its newest columns needs."""
+    if not len(t):
+        return np.empty(0), np.empty(0, dtype=np.intp)
+    first, last = (int(np.floor((v - origin) / width)) for v in (t[0], t[-1]))
+    if t[0] < origin + first * width:        # rounding: the edges below decide
+        first -= 1
+    k = np.arange(first, last + 2)
+    edges = np.searchsorted(t, origin + k * width, side="left")   # each bucket's start
+    edges[0] = 0
+    used = np.flatnonzero(edges[1:] > edges[:-1])                 # buckets with samples
+    return k[used].astype(np.float64), edges[used]
+
+
+def bucket_minmax(t: np.ndarray, y: np.ndarray, width: float, origin: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Two points per time bucket (see ``bucket_starts``): its first and last sample's
+    times, with its minimum and maximum of ``y`` in the order they happened. A bucket of
+    one or two samples keeps them as they are (its gaps too); a longer one ignores NaN
+    unless it has nothing else (a loss shorter than a bucket is not drawn)."""
+    n = len(t)
+    _, starts = bucket_starts(t, width, origin)
+    if not n:
+        return np.empty(0), np.empty(0)
+    ends = np.append(starts[1:], n)          # exclusive
+    last = ends - 1
+    out_x = np.empty(2 * len(starts))
+    out_y = np.empty(2 * len(starts))
+    out_x[0::2] = t[starts]
+    out_x[1::2] = t[last]
+    out_y[0::2] = y[starts]
+    out_y[1::2] = y[last]
+    counts = ends - starts
+    long = np.flatnonzero(counts > 2)
+    if len(long):
+        first_max, low, high = _ordered_extremes(y, starts[long], counts[long])
+        out_y[2 * long] = np.where(first_max, high, low)
+        out_y[2 * long + 1] = np.where(first_max, low, high)
+    return out_x, out_y
+
+
+def _ordered_extremes(y: np.ndarray, starts: np.ndarray, counts: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(maximum came first, minimum, maximum) of the runs ``y[start:start + count]``,
+    NaN ignored (both NaN where a run has nothing else). The runs are read as rows of
+    one padded array (a run's last sample repeated, which moves no extreme), unless
+    their lengths differ so much that the padding would cost more than the data."""
+    m = int(counts.max())
+    if len(counts) * m <= 4 * int(counts.sum()) + 64:
+        index = np.minimum(starts[:, None] + np.arange(m), (starts + counts - 1)[:, None])
+        rows = y[index]
+        nan = np.isnan(rows)
+        low_rows = np.where(nan, np.inf, rows)
+        high_rows = np.where(nan, -np.inf, rows)
+        at_min, at_max = low_rows.argmin(axis=1), high_rows.argmax(axis=1)
+        picked = np.arange(len(counts))
+        low, high = low_rows[picked, at_min], high_rows[picked, at_max]
+    else:
+        runs = [y[a:a + c] for a, c in zip(starts.tolist(), counts.tolist(), strict=True)]
+        low_runs = [np.where(np.isnan(r), np.inf, r) for r in runs]
+        high_runs = [np.where(np.isnan(r), -np.inf, r) for r in runs]
+        at_min = np.array([int(r.argmin()) for r in low_runs])
+        at_max = np.array([int(r.argmax()) for r in high_runs])
+        low = np.array([r[i] for r, i in zip(low_runs, at_min, strict=True)])
+        high = np.array([r[i] for r, i in zip(high_runs, at_max, strict=True)])
+    empty = ~np.isfinite(low)
+    low[empty] = np.nan
+    high[empty] = np.nan
+    return at_max < at_min, low, high
+
+
+def bucket_band(t: np.ndarray, y: np.ndarray, width: float, origin: float = 0.0
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per time bucket (see ``bucket_starts``): (the middle of its first and last
+    sample's times, mean, minimum, maximum) of ``y``, NaN where it has no finite
+    sample: ``band_decimate`` with buckets fixed in time."""
+    n = len(t)
+    _, starts = bucket_starts(t, width, origin)
+    if not n:
+        empty = np.empty(0)
+        return empty, empty, empty, empty
+    ends = np.append(starts[1:], n)
+    mid = (t[starts] + t[ends - 1]) / 2.0
+    finite = np.isfinite(y)
+    counts = np.add.reduceat(finite.astype(np.int32), starts)
+    sums = np.add.reduceat(np.where(finite, y, 0.0), starts)
+    low = np.minimum.reduceat(np.where(finite, y, np.inf), starts)
+    high = np.maximum.reduceat(np.where(finite, y, -np.inf), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums / counts
+    none = counts == 0
+    low[none] = high[none] = np.nan
+    return mid, mean, low, high

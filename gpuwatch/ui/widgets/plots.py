@@ -26,17 +26,9 @@ from gpuwatch.core.history import History, Ring
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
 from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.decimate import band_decimate, minmax_decimate
+from gpuwatch.ui.widgets.curve_canvas import CurveCanvas, aligned_range, plot_columns
 from gpuwatch.ui.widgets.gpu_legend import GpuLegend
-from gpuwatch.ui.widgets.plot_items import (
-    HIGHLIGHT_WIDTH,
-    LINE_WIDTH,
-    BandItem,
-    SpanItem,
-    gpu_pen,
-    lost_spans,
-    nearest_line,
-)
+from gpuwatch.ui.widgets.plot_items import SpanItem, lost_spans, nearest_line
 from gpuwatch.ui.widgets.plot_lines import MarkLines
 from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the plots' users
     BANDWIDTH_TITLE,
@@ -53,6 +45,7 @@ from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the
     settle,
 )
 from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, zero_based_range
+from gpuwatch.ui.widgets.plot_series import Series, stacked_layers
 
 WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
 BAND_FROM_S = 600      # bandwidth as mean and min/max band from this much time shown
@@ -77,11 +70,10 @@ class TimePlots(QWidget):
         self.focus: int | None = None       # the one GPU shown, or None for all
         self.highlight: int | None = None   # the GPU whose lines are drawn wide
         self.band_mode = False              # bandwidth as mean and band (long windows)
-        self._last_drawn_s = -np.inf
+        self._last_right_s = -np.inf        # the right edge of the window last drawn
         self._setting_range = False
-        self._mem_curves: dict[int, WindowCurve] = {}
-        self._bw_curves: dict[int, WindowCurve] = {}
-        self._bw_bands: dict[int, BandItem] = {}
+        self._mem_curves: dict[int, Series] = {}
+        self._bw_curves: dict[int, Series] = {}
 
         self.memory = TimePlot(MEMORY_TITLE, "GiB")
         self.bandwidth = TimePlot(BANDWIDTH_TITLE, "GB/s")
@@ -92,10 +84,13 @@ class TimePlots(QWidget):
         self.legend.hovered.connect(lambda i: self.set_highlight(None if i < 0 else i))
         self.legend.clicked.connect(self.focus_requested)
         self._spans = (SpanItem(), SpanItem())
-        for plot, spans in zip((self.memory, self.bandwidth), self._spans, strict=True):
+        self.canvases = (CurveCanvas(), CurveCanvas())      # memory's, bandwidth's curves
+        for plot, spans, canvas in zip((self.memory, self.bandwidth), self._spans,
+                                       self.canvases, strict=True):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
             plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
             plot.addItem(spans, ignoreBounds=True)
+            plot.addItem(canvas, ignoreBounds=True)
             plot.scene().sigMouseMoved.connect(
                 lambda pos, plot=plot: self._hover(plot, pos))
             plot.left_plot.connect(lambda: self.set_highlight(None))
@@ -202,22 +197,22 @@ class TimePlots(QWidget):
         self._new_items = True
 
     def set_highlight(self, index: int | None) -> None:
-        """Draw GPU ``index``'s lines wide and on top (None: all alike)."""
+        """Draw GPU ``index``'s lines wide and on top (None: all alike); in band mode
+        with many GPUs, its band alone."""
         if index == self.highlight:
             return
-        for old in (self.highlight, index):
-            if old is None:
-                continue
-            wide = old == index
-            for curves in (self._mem_curves, self._bw_curves):
-                curve = curves.get(old)
-                if curve is not None:
-                    curve.setPen(gpu_pen(old, HIGHLIGHT_WIDTH if wide else LINE_WIDTH))
-                    curve.setZValue(10 if wide else 0)
         self.highlight = index
         self.legend.set_highlight(index)
         if self.band_mode and len(self.history.gpus) > 2:
             self.refresh(force=True)         # the band follows the highlighted GPU
+        else:
+            self._set_layers()
+
+    def _set_layers(self) -> None:
+        for canvas, curves in zip(self.canvases, (self._mem_curves, self._bw_curves),
+                                  strict=True):
+            canvas.set_layers(stacked_layers([curves[i] for i in sorted(curves)],
+                                             self.highlight))
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
@@ -256,50 +251,58 @@ class TimePlots(QWidget):
 
     # drawing -------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> None:
+        """Follow the newest sample: in live mode the window moves when it has moved by
+        a whole pixel column (a 24 h window about once a minute), and the canvases draw
+        only the columns that changed; ``force``: draw everything again."""
         latest = self.history.latest
         if latest is None:
             return
         if self.waiting.scene() is not None:
             self.memory.removeItem(self.waiting)
         now = latest.timestamp_s
-        pixels = max(200, int(self.memory.getViewBox().width()) or 800)
+        pixels = plot_columns(self.memory)
         if self.live:
-            x0, x1 = now - self.window_s, now
+            x0, x1 = aligned_range(now, self.window_s, pixels)
         else:
             (x0, x1), _ = self.memory.getViewBox().viewRange()
-        if not force and self.live and now - self._last_drawn_s < (x1 - x0) / pixels:
+        if not force and self.live and x1 == self._last_right_s:
             return
-        self._last_drawn_s = now
+        self._last_right_s = x1
+        if force:
+            for canvas in self.canvases:
+                canvas.invalidate()
         _, mem_scale = byte_unit(self.units)
         bw_scale = 1e9   # bandwidth is quoted in GB/s like every data sheet, whatever the units
         self.band_mode = x1 - x0 >= BAND_FROM_S
+        many = len(self.history.gpus) > 2
         capacities: dict[float, int] = {}
-        used, bandwidths, spans = [], [], []
+        bandwidths, spans, shown_rings = [], [], []
         for index, ring in sorted(self.history.gpus.items()):
-            mem = self._curve(self.memory, self._mem_curves, index)
-            bw = self._curve(self.bandwidth, self._bw_curves, index)
+            mem = self._series(self._mem_curves, index, "used_bytes")
+            bw = self._series(self._bw_curves, index, BW_COLUMN)
             shown = self.focus is None or index == self.focus
-            for item in (mem, bw):
-                if item.isVisible() != shown:
-                    item.setVisible(shown)
+            mem.setVisible(shown)
+            bw.setVisible(shown)
             if not shown:
-                self._clear_band(index)
                 continue
-            mx, my = ring_curve(ring, "used_bytes", x0, x1, pixels, mem_scale)
-            mem.setData(mx, my, connect="finite")
-            used.append(my)
-            with_band = index in (self.highlight, self.focus) or len(self.history.gpus) <= 2
-            bandwidths.append(self._draw_bandwidth(index, ring, bw, with_band,
-                                                   x0, x1, pixels, bw_scale))
-            if np.isnan(my).any():     # a loss shorter than a pixel column is not drawn
-                spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
+            shown_rings.append(ring)
+            t, values = ring_slice(ring, BW_COLUMN, x0, x1, bw_scale)
+            mean = self.band_mode and len(t) > pixels // 2
+            mem.show(ring, mem_scale, x0, x1, pixels, False, False)
+            bw.show(ring, bw_scale, x0, x1, pixels, mean,
+                    mean and (index in (self.highlight, self.focus) or not many))
+            bandwidths.append(values)
+            spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
+        self._set_layers()
         self.legend.set_indices(tuple(sorted(self.history.gpus)))
         for item in self._spans:
             item.set_spans(spans)
         self._update_capacities(capacities, mem_scale)
+        used = [] if capacities else [ring_slice(ring, "used_bytes", x0, x1, mem_scale)[1]
+                                      for ring in shown_rings]
         self._fit_memory(bounds(*used)[1])
         peaks = {g.peak_bandwidth_bytes_per_s for g in latest.gpus
                  if g.peak_bandwidth_bytes_per_s and (self.focus is None or
@@ -320,26 +323,6 @@ class TimePlots(QWidget):
             self._setting_range = False
         settle(self.memory)
         settle(self.bandwidth)
-
-    def _draw_bandwidth(self, index: int, ring: Ring, curve: WindowCurve, with_band: bool,
-                        x0: float, x1: float, pixels: int, scale: float) -> np.ndarray:
-        """The GPU's bandwidth: min/max-decimated, or in band mode its mean per two pixel
-        columns with the min/max band (``with_band``: for the GPU in focus or under the
-        mouse, or each of one or two; eight overlapping bands are a blur, and their
-        fills cost more than all the lines); returns the values the y range must show."""
-        t, y = ring_slice(ring, BW_COLUMN, x0, x1, scale)
-        if self.band_mode and len(t) > pixels // 2:
-            mid, mean, low, high = band_decimate(t, y, max(1, pixels // 2))
-            curve.setData(mid, mean, connect="finite")
-            if with_band:
-                self._band(index).set_band(mid, low, high)
-            else:
-                self._clear_band(index)
-            return high
-        self._clear_band(index)
-        x, y = minmax_decimate(t, y, max(1, pixels))
-        curve.setData(x, y, connect="finite")
-        return y
 
     def _lost(self, ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
         t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
@@ -393,32 +376,12 @@ class TimePlots(QWidget):
             above = line if self._mem_top is not None and roomy else half
             self._set_y(self.memory, *zero_based_range(top, view_px, above, half))
 
-    def _curve(self, plot: pg.PlotWidget, curves: dict[int, WindowCurve],
-               index: int) -> WindowCurve:
-        """A bare curve item: the data arrive decimated to the plot's width and cut to
-        its window, which is the work ``PlotDataItem`` would redo on every change."""
-        curve = curves.get(index)
-        if curve is None:
-            wide = index == self.highlight
-            curve = curves[index] = WindowCurve(
-                pen=gpu_pen(index, HIGHLIGHT_WIDTH if wide else LINE_WIDTH))
-            plot.addItem(curve)
-        return curve
-
-    def _clear_band(self, index: int) -> None:
-        band = self._bw_bands.get(index)
-        if band is not None:
-            band.clear()
-
-    def _band(self, index: int) -> BandItem:
-        """GPU ``index``'s band, made when first drawn: every item in a plot costs a
-        little on each move of the view, drawn or not."""
-        band = self._bw_bands.get(index)
-        if band is None:
-            band = self._bw_bands[index] = BandItem(theme.gpu_color(index))
-            band.setZValue(-10)
-            self.bandwidth.addItem(band, ignoreBounds=True)
-        return band
+    @staticmethod
+    def _series(series: dict[int, Series], index: int, column: str) -> Series:
+        found = series.get(index)
+        if found is None:
+            found = series[index] = Series(index, column)
+        return found
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
         self.capacity_marks.update({total: (total / scale,
@@ -432,11 +395,9 @@ class TimePlots(QWidget):
                                 for peak in peaks})
 
     def clear(self) -> None:
-        for plot, items in ((self.memory, self._mem_curves), (self.bandwidth, self._bw_curves),
-                            (self.bandwidth, self._bw_bands)):
-            for item in items.values():
-                plot.removeItem(item)
-            items.clear()
+        self._mem_curves.clear()
+        self._bw_curves.clear()
+        self._set_layers()
         for spans in self._spans:
             spans.set_spans([])
         self._drop_lines()
@@ -445,4 +406,4 @@ class TimePlots(QWidget):
         self._bw_range = StickyRange(floor=0.0, min_top=1.0)
         self._mem_range = StickyRange(floor=0.0, min_top=1.0)
         self._mem_data_top = self._bw_top = None
-        self._last_drawn_s = -np.inf
+        self._last_right_s = -np.inf

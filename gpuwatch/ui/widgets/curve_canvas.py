@@ -1,0 +1,362 @@
+"""The curves of a time plot, kept as images that scroll with time.
+
+A live plot moves by a few pixel columns a second; redrawing every curve of the window
+for that (eight GPUs' dashed, antialiased lines of thousands of points, plus their
+decimation from up to a day of samples) cost more than the rest of the plot. Here the
+plot area is cut into tiles of :data:`TILE` pixel columns fixed in time, each an image
+rendered once; a new sample re-renders only the tiles it reaches, and a paint is a
+row of image blits.
+
+What makes a scrolled image equal to a fresh one: columns are fixed in time (column
+``c`` starts ``c * dt`` seconds after the epoch), samples are decimated into buckets
+fixed in time (``decimate.bucket_minmax``), and a tile is always rendered from the
+same samples (its columns, :data:`MARGIN` either side, whole buckets beyond), so the
+pixels of a tile do not depend on when it was drawn; tiles are blitted at whole device
+pixels. A change of anything else (size, y range, pens, which curves) starts over from
+empty tiles. A live window moves by whole columns (:func:`aligned_range`), so its
+curves sit exactly on the time axis; a view dragged by whole pixels keeps its tiles too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.functions as fn
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QImage, QPainter, QPen
+
+from gpuwatch.core.history import Ring
+from gpuwatch.ui.widgets.decimate import bucket_band, bucket_minmax
+
+TILE = 64      # pixel columns per tile
+MARGIN = 3     # columns a tile reads either side: lines into it, a wide pen's spill
+
+
+@dataclass(eq=False)
+class Layer:
+    """One thing drawn: a line through ``ring``'s ``column`` (divided by ``scale``), or
+    with ``brush`` its min/max band; ``mean``: the line through each bucket's mean, two
+    columns a bucket (bandwidth over long windows). ``style`` names the look (colour,
+    width, dash) for change detection: pens are compared by it, not by value."""
+
+    ring: Ring
+    column: str
+    scale: float
+    style: tuple
+    pen: QPen | None = None
+    brush: QBrush | None = None
+    mean: bool = False
+    key: tuple = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = (id(self.ring), self.column, self.scale, self.mean,
+                    self.brush is not None, self.style)
+
+    @property
+    def bucket_columns(self) -> int:
+        return 2 if self.mean or self.brush is not None else 1
+
+
+@dataclass(frozen=True)
+class Grid:
+    """How data map to a view's device pixels: column ``c`` is the time from ``c * dt``
+    seconds since the epoch (columns fixed in time, so tiles outlive a scroll); a value
+    ``v`` falls ``(y_top - v) / y_per_px + frac_y`` rows below the image's top."""
+
+    dt: float
+    rows: int
+    y_top: float
+    y_per_px: float
+    frac_y: float       # where the view's top edge falls inside the first image row
+    dpr: float
+
+    def same_tiles(self, other: Grid | None) -> bool:
+        """Tiles rendered for ``other`` are valid here."""
+        if other is None:
+            return False
+        close = math.isclose
+        return (close(self.dt, other.dt, rel_tol=1e-7) and self.rows == other.rows
+                and close(self.y_top, other.y_top, rel_tol=1e-9, abs_tol=1e-12)
+                and close(self.y_per_px, other.y_per_px, rel_tol=1e-9)
+                and abs(self.frac_y - other.frac_y) < 1e-3 and self.dpr == other.dpr)
+
+
+def plot_columns(plot: pg.PlotWidget) -> int:
+    """The device pixel columns of a plot's view (what a live range is aligned to)."""
+    width = plot.getViewBox().width() * plot.devicePixelRatioF()
+    return max(1, round(width)) if width > 0 else 800
+
+
+def aligned_range(now: float, window_s: float, columns: int) -> tuple[float, float]:
+    """A live window ending at ``now`` (or within one column after it) whose edges fall
+    on whole columns of ``window_s / columns`` seconds since the epoch: from one sample
+    to the next it moves by whole columns, which an image can scroll by."""
+    dt = window_s / columns
+    right = math.ceil(now / dt - 1e-9) * dt
+    return right - window_s, right
+
+
+class CurveCanvas(pg.GraphicsObject):
+    """Paints :attr:`layers` from cached tiles; added to a plot with ``ignoreBounds``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers: list[Layer] = []
+        self._keys: tuple = ()
+        self._grid: Grid | None = None
+        self._tiles: dict[int, QImage] = {}
+        self._seen: list[tuple[float | None, float | None, int]] = []
+        self.tiles_rendered = 0     # a running count, for tests and benchmarks
+
+    # what to draw --------------------------------------------------------------------
+    def set_layers(self, layers: list[Layer]) -> None:
+        keys = tuple(layer.key for layer in layers)
+        self.layers = layers
+        if keys != self._keys:
+            self._keys = keys
+            self.invalidate()
+        self.update()
+
+    def invalidate(self) -> None:
+        """Draw every tile anew at the next paint."""
+        self._tiles.clear()
+        self._seen = []
+        self.update()
+
+    def _dirty_times(self) -> list[tuple[float, float]] | None:
+        """The time spans whose samples changed since the tiles were drawn (rows added,
+        the oldest dropped); None when everything must be drawn again."""
+        seen = [(ring.first("timestamp_s"), ring.last("timestamp_s"), len(ring))
+                for ring in (layer.ring for layer in self.layers)]
+        before, self._seen = self._seen, seen
+        if len(before) != len(seen):
+            return None
+        spans = []
+        for (first0, last0, n0), (first1, last1, n1) in zip(before, seen, strict=True):
+            if (first0, last0, n0) == (first1, last1, n1):
+                continue
+            if None in (first0, last0, first1, last1) or n1 < min(n0, 2) \
+                    or last1 < last0 or first1 < first0:           # type: ignore[operator]
+                return None
+            if last1 != last0:
+                spans.append((last0, last1))
+            if first1 != first0:
+                spans.append((first0, first1))
+            if last1 == last0 and first1 == first0:   # same ends, other rows: start over
+                return None
+        return spans
+
+    # geometry ------------------------------------------------------------------------
+    def viewRangeChanged(self) -> None:
+        self.prepareGeometryChange()
+
+    def boundingRect(self) -> QRectF:
+        vb = self.getViewBox()
+        return QRectF() if vb is None else vb.viewRect()
+
+    def _grid_for(self, p: QPainter) -> tuple[Grid, float, float, QRectF] | None:
+        """(the grid, the view's left edge in columns, the device x of column 0 less
+        that, the view's device rectangle) for a paint through ``p``."""
+        vb = self.getViewBox()
+        if vb is None:
+            return None
+        view = vb.viewRect()
+        device = p.transform().mapRect(view)
+        dpr = p.device().devicePixelRatioF() if p.device() is not None else 1.0
+        width_px = device.width() * dpr
+        if width_px < 1 or device.height() <= 0 or view.width() <= 0 or view.height() <= 0:
+            return None
+        top = math.floor(device.top() * dpr) / dpr
+        frac_y = (device.top() - top) * dpr
+        rows = math.ceil(device.height() * dpr + frac_y) + 1
+        grid = Grid(view.width() / width_px, rows, view.bottom(),
+                    view.height() / (device.height() * dpr), frac_y, dpr)
+        if grid.same_tiles(self._grid):
+            grid = self._grid      # keep its column width: the view's has rounding noise
+        left = view.left() / grid.dt
+        return grid, left, device.left() * dpr, QRectF(device.left(), top, device.width(),
+                                                       rows / dpr)
+
+    # painting ------------------------------------------------------------------------
+    def paint(self, p: QPainter, *_: Any) -> None:
+        if not self.layers:
+            return
+        found = self._grid_for(p)
+        if found is None:
+            return
+        grid, left, left_px, target = found
+        dirty = self._dirty_times()
+        if dirty is None or grid is not self._grid:
+            self._tiles.clear()
+        else:
+            for t0, t1 in dirty:
+                first = math.floor(t0 / grid.dt) - MARGIN - 1
+                last = math.floor(t1 / grid.dt) + MARGIN + 1
+                for tile in range(first // TILE, last // TILE + 1):
+                    self._tiles.pop(tile, None)
+        self._grid = grid
+        first_column = math.floor(left)
+        shown = range(first_column // TILE,
+                      math.ceil(left + target.width() * grid.dpr) // TILE + 1)
+        for tile in [t for t in self._tiles if t not in shown]:
+            del self._tiles[tile]
+        missing = [t for t in shown if t not in self._tiles]
+        if missing:
+            self._tiles.update(self._render(grid, missing))
+        # every tile lands on the same whole device pixel offset: no seams
+        base = round(left_px - (left - first_column)) - first_column
+        p.save()
+        p.resetTransform()
+        p.setClipRect(target)
+        for tile in shown:
+            p.drawImage(QPointF((base + tile * TILE) / grid.dpr, target.top()),
+                        self._tiles[tile])
+        p.restore()
+
+    def _render(self, grid: Grid, tiles: list[int]) -> dict[int, QImage]:
+        """Images of ``tiles``: each layer's samples read and decimated once for all of
+        them, then each tile drawn from its own part."""
+        images = {}
+        for tile in tiles:
+            image = QImage(TILE, grid.rows, QImage.Format.Format_ARGB32_Premultiplied)
+            image.setDevicePixelRatio(grid.dpr)
+            image.fill(0)
+            images[tile] = image
+        painters = {tile: _tile_painter(images[tile]) for tile in tiles}
+        c0, c1 = min(tiles) * TILE - MARGIN, (max(tiles) + 1) * TILE + MARGIN
+        try:
+            for layer in self.layers:
+                points = _layer_points(layer, grid, c0, c1)
+                if points is None:
+                    continue
+                for tile in tiles:
+                    _draw_part(painters[tile], layer, grid, points, tile * TILE)
+        finally:
+            for painter in painters.values():
+                painter.end()
+        self.tiles_rendered += len(tiles)
+        return images
+
+
+def _tile_painter(image: QImage) -> QPainter:
+    p = QPainter(image)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    p.scale(1 / image.devicePixelRatio(), 1 / image.devicePixelRatio())  # device pixels
+    return p
+
+
+def _layer_points(layer: Layer, grid: Grid, c0: int, c1: int
+                  ) -> tuple[np.ndarray, ...] | None:
+    """(x in columns, then y rows: the line, or low and high of the band) of the layer's
+    buckets from column ``c0`` to ``c1``, with the whole bucket either side."""
+    ring = layer.ring
+    n = len(ring)
+    if n == 0:
+        return None
+    width = grid.dt * layer.bucket_columns
+    t, values = _read(ring, layer.column, c0 * grid.dt, c1 * grid.dt, width)
+    if not len(t):
+        return None
+    values = values / layer.scale
+    if layer.brush is not None or layer.mean:
+        mid, mean, low, high = bucket_band(t, values, width)
+        x = mid / grid.dt
+        if layer.brush is not None:
+            return x, _rows(low, grid), _rows(high, grid)
+        return x, _rows(mean, grid)
+    x, y = bucket_minmax(t, values, width)
+    return x / grid.dt, _rows(y, grid)
+
+
+def _rows(values: np.ndarray, grid: Grid) -> np.ndarray:
+    return (grid.y_top - values) / grid.y_per_px + grid.frac_y
+
+
+def _edge(t: float, width: float) -> float:
+    """The start of the bucket holding time ``t``, as ``bucket_starts`` cuts them."""
+    k = math.floor(t / width)
+    if t < k * width:
+        k -= 1
+    elif t >= (k + 1) * width:
+        k += 1
+    return k * width
+
+
+def _read(ring: Ring, column: str, t0: float, t1: float, width: float
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """The samples from ``t0`` to ``t1`` in whole buckets, with a whole bucket more
+    either side of the ones holding the samples just outside: whichever span asks,
+    a bucket gets all its samples, and the points next to the span are there."""
+    reach = 4 * width
+    while True:
+        t = ring.since(t0 - reach, ("timestamp_s",))["timestamp_s"]
+        whole = len(t) == len(ring)
+        i = int(np.searchsorted(t, t0, side="left")) - 1          # the sample before t0
+        j = -1 if i < 0 else int(np.searchsorted(t, _edge(t[i], width), side="left")) - 1
+        if j >= 0 or whole:
+            break
+        reach *= 8          # the samples before t0 lie further back (a gap, a pause)
+    first = -math.inf if j < 0 else _edge(t[j], width)
+    rows = ring.since(first, ("timestamp_s", column))
+    t = rows["timestamp_s"]
+    end = int(np.searchsorted(t, t1, side="right"))               # the sample after t1
+    if end < len(t):
+        end = int(np.searchsorted(t, _edge(t[end], width) + width, side="left"))
+    if end < len(t):
+        end = int(np.searchsorted(t, _edge(t[end], width) + width, side="left"))
+    return np.array(t[:end]), np.array(rows[column][:end])
+
+
+def _draw_part(p: QPainter, layer: Layer, grid: Grid, points: tuple[np.ndarray, ...],
+               start: int) -> None:
+    """Draw the layer's points that reach columns ``start`` to ``start + TILE`` (with
+    the margin, and one point either side) into the tile painted by ``p``."""
+    x = points[0]
+    i = max(0, int(np.searchsorted(x, start - MARGIN, side="left")) - 1)
+    j = min(len(x), int(np.searchsorted(x, start + TILE + MARGIN, side="right")) + 1)
+    if j - i < 1:
+        return
+    xs = x[i:j] - start
+    if layer.brush is not None:
+        _draw_band(p, layer.brush, xs, points[1][i:j], points[2][i:j])
+        return
+    ys = points[1][i:j]
+    pen = layer.pen
+    if pen is None:
+        return
+    dashes = pen.dashPattern() if pen.style() == Qt.PenStyle.CustomDashLine else []
+    if dashes:   # the dash phase follows the absolute column, so tiles join up
+        pen = QPen(pen)
+        width = max(1.0, pen.widthF())
+        period = sum(dashes) * width
+        pen.setDashOffset((float(x[i]) % period) / width)
+    p.setPen(pen)
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    if j - i == 1:
+        if np.isfinite(ys[0]):
+            p.drawPoint(QPointF(float(xs[0]), float(ys[0])))
+        return
+    p.drawPath(fn.arrayToQPath(xs, ys, connect="finite"))
+
+
+def _draw_band(p: QPainter, brush: QBrush, x: np.ndarray, low: np.ndarray,
+               high: np.ndarray) -> None:
+    ok = np.isfinite(low) & np.isfinite(high)
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], ok.astype(np.int8), [0]))))
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(brush)
+    for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
+        if b - a < 2:
+            continue
+        n = b - a
+        poly = fn.create_qpolygonf(2 * n)
+        pts = fn.ndarray_from_qpolygonf(poly)
+        pts[:n, 0] = x[a:b]
+        pts[:n, 1] = high[a:b]
+        pts[n:, 0] = x[a:b][::-1]
+        pts[n:, 1] = low[a:b][::-1]
+        p.drawPolygon(poly)
