@@ -64,12 +64,15 @@ class MemoryBar(QWidget):
         self._greyed = False
         self._frame: tuple[tuple, QImage] | None = None   # (size and colours, the frame)
         self._line: np.ndarray | None = None
-        self._edges: np.ndarray | None = None  # right edge of each segment, px (pixel row)
+        self._edges: np.ndarray | None = None  # the column each segment ends before
         self._background: QColor | None = None
         self._laid_out: tuple | None = None   # (width, measured row, predicted row)
         self._label_font: QFont | None = None
         self._label_metrics: QFontMetricsF | None = None
         self._ticks: tuple[tuple[float, QColor, str], ...] = ()
+        self._drawn: tuple | None = None      # what was last asked to be painted
+        self._columns_of: tuple | None = None  # (key, pixel row, segment end columns)
+        self._generation = 0                   # counts the data set
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(self.BAR_HEIGHT)
@@ -86,10 +89,31 @@ class MemoryBar(QWidget):
             self.update()
 
     def set_data(self, total: float, segments: list[Segment], greyed: bool = False) -> None:
-        if (total, segments, greyed) != (self._total, self._segments, self._greyed):
-            self._total, self._segments, self._greyed = total, segments, greyed
-            self._laid_out = None
+        """Show ``segments`` of ``total`` bytes. Repainted only when a pixel would change:
+        a few MiB more or less for a process rarely moves a column of a 300-pixel bar,
+        so most samples only swap the segments the tooltips read."""
+        if (total, segments, greyed) == (self._total, self._segments, self._greyed):
+            return
+        before = self._drawn
+        self._total, self._segments, self._greyed = total, segments, greyed
+        self._generation += 1
+        self._laid_out = None
+        self._drawn = self._drawn_key(theme.colors())
+        if self._drawn is None or self._drawn != before:
             self.update()
+
+    def _drawn_key(self, c: theme.Colors) -> tuple | None:
+        """What the measured row's pixels depend on: the column colours, and the columns
+        and looks of the hatched or labelled segments (None: not worked out)."""
+        line, cols = self._columns(c)
+        solid = Qt.BrushStyle.SolidPattern
+        marked = tuple((i, seg.pattern, seg.label, seg.color.rgba(),
+                        None if seg.hatch is None else seg.hatch.rgba())
+                       for i, seg in enumerate(self._segments)
+                       if seg.pattern is not solid or seg.label)
+        spans = tuple((int(cols[i - 1]) if i else 0, int(cols[i])) for i, *_ in marked) \
+            if cols is not None else ()
+        return (self.width(), line.tobytes(), marked, spans)
 
     def set_ticks(self, ticks: tuple[tuple[float, str, str], ...]) -> None:
         """Marks across the measured row at fractions of the capacity: (fraction, colour,
@@ -158,26 +182,39 @@ class MemoryBar(QWidget):
         self._laid_out = (w, measured, predicted)
         return measured, predicted
 
-    def _pixel_row(self, c: theme.Colors) -> QImage:
-        """The measured row one pixel high: each pixel column takes the colour of the
-        segment under its centre (as a fill of the segment's rectangle would), found
-        for all columns at once; 64 processes cost one array lookup, not 64 fills."""
+    def _columns(self, c: theme.Colors) -> tuple[np.ndarray, np.ndarray | None]:
+        """The measured row one pixel high, and the column each segment ends before.
+        Each pixel column takes the colour of the segment under its centre (as a fill
+        of the segment's rectangle would), found for all columns at once; 64 processes
+        cost one array lookup, not 64 fills."""
         w = max(1, self.width())
         segments = self._segments
+        key = (w, self._generation, c)
+        if self._columns_of is not None and self._columns_of[0] == key:
+            return self._columns_of[1], self._columns_of[2]
         free = QColor(c.free).rgba()
-        self._edges = None
+        cols = None
         if self._total <= 0 or not segments:
             line = np.full(w, free, dtype=np.uint32)
         else:
             sizes = np.fromiter((seg.bytes for seg in segments), dtype=float, count=len(segments))
-            edges = self._edges = np.cumsum(np.maximum(sizes, 0.0)) * (w / self._total)
+            edges = np.cumsum(np.maximum(sizes, 0.0)) * (w / self._total)
             which = np.searchsorted(edges, np.arange(w) + 0.5, side="right")
+            # segment i covers the columns whose centre is left of its right edge
+            cols = np.clip(np.ceil(edges - 0.5), 0, w).astype(np.int64)
             lost = QColor(c.lost).rgba()
             colors = [lost] * len(segments) if self._greyed else \
                 [seg.color.rgba() for seg in segments]
             line = np.array([*colors, free], dtype=np.uint32)[which]
+        self._columns_of = (key, line, cols)
+        return line, cols
+
+    def _pixel_row(self, c: theme.Colors) -> QImage:
+        line, cols = self._columns(c)
+        self._edges = cols
         self._line = line           # the image below reads this buffer: keep it alive
-        return QImage(line.data, w, 1, QImage.Format.Format_ARGB32)
+        self._drawn = self._drawn_key(c)
+        return QImage(line.data, len(line), 1, QImage.Format.Format_ARGB32)
 
     def paintEvent(self, event: object) -> None:
         c = theme.colors()
@@ -245,8 +282,8 @@ class MemoryBar(QWidget):
         return self._frame[1]
 
     def _marked(self, solid: Qt.BrushStyle) -> list[tuple[QRectF, Segment]]:
-        """The hatched or labelled segments of the measured row with their rectangles,
-        from the pixel row's edges: the others (a process each) need none."""
+        """The hatched or labelled segments of the measured row with their rectangles, on
+        the pixel row's columns: the others (a process each) need none."""
         edges = self._edges
         if edges is None:
             return []
