@@ -10,13 +10,21 @@ lead time and false alarms of every rule over every scenario.
   ``oom-ramp``'s lead time is from the first ``oom-risk`` to the first sample with no
   free memory. Then ``workstation`` runs 8 h (looped) at 10 s steps.
 
-Usage: ``python benchmarks/advisor.py [--quick]`` (``--quick`` skips the long runs).
+* wide: 8 GPUs × 64 processes (``record_headless.py``'s scenario: two minutes of climb,
+  then flat), ``History.append`` and ``Advisor.update`` per sample over 600 samples
+  after 600 of warm-up, CPU time of this thread, median of 3 rounds (fresh history and
+  advisor each). ``PYTHONPATH=/path/to/old/checkout`` measures older code on the same
+  snapshots.
+
+Usage: ``python benchmarks/advisor.py [--quick] [--wide]`` (``--quick`` skips the long
+runs; ``--wide`` runs only the wide rows).
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -145,6 +153,47 @@ def bench_cost() -> None:
           f"({len(advisor.rules)} rules)")
 
 
+def wide_snapshots(gpus: int = 8, procs: int = 64, count: int = 1200) -> list:
+    """``count`` samples, one a second, of record_headless.py's scenario."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from record_headless import write_scenario
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_scenario(Path(tmp) / "wide.toml", gpus, procs)
+        backend = open_backend(SourceOptions(demo=str(path), time_scale="max"))
+        snaps = []
+        for t in range(count):
+            backend.clock.set_elapsed(float(t))   # type: ignore[attr-defined]
+            snaps.append(backend.sample())
+        backend.close()
+    return snaps
+
+
+def bench_wide(rounds: int = 3, warmup: int = 600) -> None:
+    snaps = wide_snapshots()
+    measured = len(snaps) - warmup
+    history_ms, advisor_ms = [], []
+    for _ in range(rounds):
+        history, advisor = History(), Advisor()
+        for snap in snaps[:warmup]:
+            history.append(snap)
+            advisor.update(history)
+        in_history = in_advisor = 0.0
+        for snap in snaps[warmup:]:
+            t0 = time.thread_time()
+            history.append(snap)
+            t1 = time.thread_time()
+            advisor.update(history)
+            t2 = time.thread_time()
+            in_history += t1 - t0
+            in_advisor += t2 - t1
+        history_ms.append(1e3 * in_history / measured)
+        advisor_ms.append(1e3 * in_advisor / measured)
+    h, a = statistics.median(history_ms), statistics.median(advisor_ms)
+    print(f"8 GPUs × 64 processes, steady: History.append {h:.3f} ms/sample, "
+          f"Advisor.update {a:.3f} ms/sample, together {h + a:.3f} ms "
+          f"(median of {rounds} rounds of {measured} samples, CPU time)")
+
+
 def bench_quality(quick: bool) -> None:
     print(f"\n{'scenario':<16} {'virtual':>8}  {'expected (first opened at)':<44} "
           f"{'false alarms (warning+)':<28} other info")
@@ -175,5 +224,7 @@ def bench_quality(quick: bool) -> None:
 
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
-    bench_cost()
-    bench_quality(quick)
+    bench_wide()
+    if "--wide" not in sys.argv:
+        bench_cost()
+        bench_quality(quick)
