@@ -210,3 +210,21 @@ def test_right_aligned_card_figures_get_their_room_from_the_first_sample(make_wi
     for label in (card.vitals, card.free):
         assert label.text()
         qtbot.waitUntil(lambda label=label: label.width() >= label.sizeHint().width() > 0)
+
+
+def test_a_run_drawn_as_plain_text_then_from_its_static_layout_looks_the_same(qtbot) -> None:
+    """A new figure is drawn as plain text, one shown again from a laid-out static text:
+    the switch must not move or change a pixel of it."""
+    label = TextLines(fit_text=True)
+    qtbot.addWidget(label)
+    label.set_colors(QColor("#1d2330"), QColor("#ffffff"))
+    label.set_lines([[Run("7.1 GiB", bold=True), Run("  stays")], [Run("busy 41 %")]])
+    label.show()
+    qtbot.waitExposed(label)
+    plain = label.grab().toImage()
+    assert all(static is None for line in label._placed for _, _, static, _ in line)
+    label.set_lines([[Run("7.1 GiB", bold=True), Run("  stays")], [Run("busy 42 %")]])
+    assert label._placed[0][0][2] is not None and label._placed[1][0][2] is None
+    laid_out = label.grab().toImage()
+    step = label._step
+    assert laid_out.copy(0, 0, label.width(), step) == plain.copy(0, 0, label.width(), step)
