@@ -1,13 +1,17 @@
-"""The process table announces only the cells that changed while its rows keep their order."""
+"""The process table announces only the cells that changed while its rows keep their order
+(and, when shown, only those of the rows in view); a row's texts are made again only
+where its figures changed."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from hypothesis import given
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 
-from gpuwatch.core.snapshot import ProcessSample, Snapshot
-from gpuwatch.core.units import format_duration
+from gpuwatch.core.snapshot import HostStatus, ProcessSample, Snapshot
+from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.ui.live.process_model import (
     COLUMNS,
     MEMORY,
@@ -15,7 +19,7 @@ from gpuwatch.ui.live.process_model import (
     RUNNING,
     ProcessModel,
 )
-from gpuwatch.ui.live.process_texts import running_step
+from gpuwatch.ui.live.process_texts import next_row_texts, row_texts, running_step
 from tests.ui.conftest import sample_at
 
 
@@ -129,3 +133,68 @@ def test_process_plot_waits_for_its_tab(make_window, scenario, qtbot) -> None:
     assert not window.processes._detail_stale
     x, _ = window.processes.detail_curve.getData()
     assert x is not None and x[-1] == window.history.latest.timestamp_s
+
+
+_maybe_bytes = st.none() | st.integers(0, 2**41)
+_sample = st.builds(
+    ProcessSample, pid=st.just(4242), gpu_index=st.just(1), used_bytes=_maybe_bytes,
+    name=st.none() | st.sampled_from(["python3", "pytest"]),
+    cmdline=st.sampled_from([(), ("python3", "train.py"), ("python3", "train.py", "--lr 3")]),
+    user=st.none() | st.sampled_from(["alice", "bob"]),
+    container=st.none() | st.just("docker:8c1f0e2d7a44"),
+    cpu_percent=st.none() | st.floats(0, 800, allow_nan=False),
+    rss_bytes=_maybe_bytes, started_at_s=st.none() | st.floats(1.7e9, 1.7e9 + 90000),
+    host_status=st.sampled_from(list(HostStatus)))
+
+
+@given(old=_sample, new=_sample, budget=st.none() | st.integers(0, 2**40),
+       probed=st.booleans(), dt=st.floats(0, 7200), units=st.sampled_from(["iec", "si"]))
+def test_texts_made_from_the_last_ones_are_the_texts(old, new, budget, probed, dt,
+                                                     units) -> None:
+    """Only the figures that changed are formatted again; the row reads as if all were."""
+    now = 1.7e9 + 1000
+    texts = row_texts(old, units, now, budget, probed)
+    assert next_row_texts(old, texts, new, units, now + dt) == \
+        row_texts(new, units, now + dt, budget, probed)
+
+
+def test_rows_out_of_view_are_painted_fresh_not_announced(make_window, qtbot) -> None:
+    """A shown table announces the changed cells of the rows in view only; a row
+    scrolled into view shows its current figures all the same."""
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    model, table = window.processes.model, window.processes.table
+    model.sort(PID, Qt.SortOrder.AscendingOrder)
+    procs = [ProcessSample(pid=1000 + k, gpu_index=0, used_bytes=2**30, name=f"worker{k}")
+             for k in range(200)]
+    snap = sample_at(_workstation(), 600)
+    model.update_snapshot(_with(snap, procs))
+    first, last = model.rows_in_view()
+    assert 0 == first < last < 150          # a screenful, not every row
+    grown = [p._replace(used_bytes=2**31) for p in procs]
+    seen = _changes(model, _with(snap, grown, dt=0.5))
+    announced = {row for a, col, b, _ in seen for row in range(a, b + 1)}
+    assert announced == set(range(first, last + 1))
+    table.scrollToBottom()
+    qtbot.waitUntil(lambda: model.rows_in_view()[1] == 199)
+    assert model.data(model.index(199, MEMORY)) == format_bytes(2**31, model.units)
+
+
+def test_sorted_by_running_time_the_clock_moves_no_row(scenario) -> None:
+    snap = sample_at(scenario("workstation"), 600)
+    model = ProcessModel()
+    model.sort(RUNNING, Qt.SortOrder.DescendingOrder)
+    model.update_snapshot(snap)
+    order = model.keys
+    seen = _changes(model, _with(snap, list(snap.processes), dt=30.0))
+    everything = (0, 0, model.rowCount() - 1, len(COLUMNS) - 1)
+    assert model.keys == order and everything not in seen
+    assert all(col == RUNNING for _, col, _, _ in seen)
+
+
+def _workstation():
+    from gpuwatch.telemetry.source import SourceOptions, open_backend
+
+    return open_backend(SourceOptions(demo="workstation", time_scale="max"))

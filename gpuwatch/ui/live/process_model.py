@@ -39,7 +39,9 @@ from gpuwatch.ui.live.process_texts import (
     command_line,
     exited_row_texts,
     exited_tooltip,
+    next_row_texts,
     row_texts,
+    running_step,
 )
 from gpuwatch.ui.widgets import theme
 
@@ -69,6 +71,8 @@ class ProcessModel(ProcessRows):
         super().__init__()
         self._probes: dict[Key, ProbeReport] = {}   # this sample's probe reports
         self._texts: dict[Key, list[str]] = {}   # this sample's row texts, made on demand
+        # the texts last made per row: (sample, running step, budget, probed, texts)
+        self._made: dict[Key, tuple[ProcessSample, int | None, int | None, bool, list[str]]] = {}
         self._seen: dict[Key, ProcessSample] = {}   # the processes of the last snapshot seen
         self._shown_version = 0                     # of ``exited``, as the rows show it
         self._exited_texts: dict[Key, list[str]] = {}   # made once: they do not change
@@ -137,6 +141,8 @@ class ProcessModel(ProcessRows):
         self._texts = {}
         seen = self._seen
         same = self._note_exits(samples, snapshot)
+        if not same and len(self._made) > len(samples):   # forget the rows of the gone
+            self._made = {k: v for k, v in self._made.items() if k in samples}
         changed = self.exited.version != self._shown_version
         self._shown_version = self.exited.version
         # unfiltered rows are the last sample's processes: then ``same`` says they hold
@@ -153,7 +159,9 @@ class ProcessModel(ProcessRows):
         same (the common case: one comparison, no bookkeeping)."""
         seen, self._seen = self._seen, samples
         exited = self.exited
-        same = samples.keys() == seen.keys()
+        # in the same order (as samples come) the keys compare without hashing
+        same = len(samples) == len(seen) and (list(samples) == list(seen)
+                                              or samples.keys() == seen.keys())
         changed = not same and exited.observe(seen, samples, snapshot)
         if exited.expire(snapshot.timestamp_s) or changed:
             self._exited_texts = {}
@@ -197,6 +205,7 @@ class ProcessModel(ProcessRows):
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
         self._texts = {}
+        self._made = {}
         self._exited_texts = {}
         self._changed_all()
 
@@ -251,14 +260,26 @@ class ProcessModel(ProcessRows):
         return text if linked is None else f"{linked}\n{text}"
 
     def _texts_of(self, key: Key) -> list[str]:
-        """The row's texts for this sample, formatted the first time they are asked for."""
+        """The row's texts for this sample, made the first time they are asked for: from
+        the row's last texts when there are some (only what changed is formatted again),
+        or the same list when nothing it shows changed."""
         texts = self._texts.get(key)
         if texts is None:
             p = self._samples.get(key)
             if p is None:
                 return self._exited_texts_of(key)
-            texts = self._texts[key] = row_texts(p, self.units, self._now_s,
-                                                 self._budgets.get(key), key in self._probes)
+            now = self._now_s
+            step = running_step(p.started_at_s, now)
+            budget, probed = self._budgets.get(key), key in self._probes
+            made = self._made.get(key)
+            if made is None or made[2] != budget or made[3] != probed:
+                texts = row_texts(p, self.units, now, budget, probed)
+            elif made[1] == step and (made[0] is p or made[0] == p):
+                texts = made[4]
+            else:
+                texts = next_row_texts(made[0], made[4], p, self.units, now)
+            self._texts[key] = texts
+            self._made[key] = (p, step, budget, probed, texts)
         return texts
 
     def _exited_texts_of(self, key: Key) -> list[str]:

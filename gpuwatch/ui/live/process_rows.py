@@ -17,6 +17,7 @@ the same processes re-sorts only the live part.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -45,6 +46,15 @@ Index = QModelIndex | QPersistentModelIndex
 
 RUN = 100   # rows per dataChanged: Qt repaints the whole viewport for larger ranges
 
+# What the rows' order depends on, per sort column, read from the samples in one pass:
+# while these hold, a quiet re-sort has nothing to do. (Running time sorts by start: its
+# order does not change as the clock moves.)
+_ORDER_FIELDS = {PID: attrgetter("pid"), USER: attrgetter("user"), NAME: attrgetter("name"),
+                 GPU: attrgetter("gpu_index"), MEMORY: attrgetter("used_bytes"),
+                 CPU: attrgetter("cpu_percent"), RSS: attrgetter("rss_bytes"),
+                 RUNNING: attrgetter("started_at_s"), CONTAINER: attrgetter("container"),
+                 COMMAND: attrgetter("cmdline", "name")}
+
 
 class ProcessRows(QAbstractTableModel):
     """Which rows the table has, in what order, and which of their cells changed."""
@@ -61,6 +71,11 @@ class ProcessRows(QAbstractTableModel):
         self._sort_order = Qt.SortOrder.DescendingOrder
         self.exited = ExitedProcesses()
         self._exited_keys: list[Key] = []        # the exited rows shown: the tail of _keys
+        # the live rows as last sorted, and what their order was worked out from
+        self._ordered: tuple[list[Key], tuple[int, Qt.SortOrder, list[Any]]] | None = None
+        # The rows a view shows (first, last), when it says: changes to the others'
+        # cells are not announced (the view paints them fresh when they come into view).
+        self.rows_in_view: Callable[[], tuple[int, int]] | None = None
 
     # Qt model API -------------------------------------------------------------------
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
@@ -176,16 +191,26 @@ class ProcessRows(QAbstractTableModel):
 
     def _changed_cells(self, old: dict[Key, ProcessSample], old_now_s: float) -> None:
         """One dataChanged per column and run of changed rows (at most ``RUN`` long).
-        Exited rows do not change: only the live ones are compared."""
+        Exited rows do not change: only the live ones are compared, and of those only
+        the ones in view when a view says which (:attr:`rows_in_view`)."""
         now = self._now_s
         changed: dict[int, list[int]] = {}
         keys = self._keys[:len(self._keys) - len(self._exited_keys)] if self._exited_keys \
             else self._keys
-        for row, key in enumerate(keys):
-            p, q = self._samples[key], old.get(key)
+        rows = range(len(keys))
+        if self.rows_in_view is not None:
+            first, last = self.rows_in_view()
+            rows = range(max(0, first), min(len(keys), last + 1))
+        samples = self._samples
+        for row in rows:
+            key = keys[row]
+            p, q = samples[key], old.get(key)
             if q is None:
                 cols = range(len(COLUMNS))
-            elif p == q and now == old_now_s:
+            elif p is q or p == q:
+                if running_step(p.started_at_s, now) != running_step(q.started_at_s,
+                                                                      old_now_s):
+                    changed.setdefault(RUNNING, []).append(row)
                 continue
             else:
                 cols = [c for c, a, b in (
@@ -198,9 +223,9 @@ class ProcessRows(QAbstractTableModel):
                     cols.append(RUNNING)
             for col in cols:
                 changed.setdefault(col, []).append(row)
-        for col, rows in changed.items():
-            start = prev = rows[0]
-            for row in [*rows[1:], -2]:
+        for col, runs in changed.items():
+            start = prev = runs[0]
+            for row in [*runs[1:], -2]:
                 if row != prev + 1 or row - start >= RUN:
                     self.dataChanged.emit(self.index(start, col), self.index(prev, col))
                     start = row
@@ -229,11 +254,15 @@ class ProcessRows(QAbstractTableModel):
         tail = self._exited_keys
         if quietly:
             live = self._keys[:len(self._keys) - len(tail)] if tail else self._keys
+            if self._ordered is not None and self._ordered[0] == live \
+                    and self._ordered[1] == self._order_basis(live):
+                return False          # the same rows, sorted on the same values
         else:
             live = [k for k in self._keys if k in samples] if tail else self._keys
         decorated = [(key_fn(samples[k], k), k) for k in live]
         decorated.sort(reverse=self._sort_order == Qt.SortOrder.DescendingOrder)
         ordered = [k for _, k in decorated]
+        self._ordered = (ordered, self._order_basis(ordered))
         if tail:
             if quietly and ordered == live:
                 return False
@@ -242,14 +271,24 @@ class ProcessRows(QAbstractTableModel):
             return False
         if not quietly:
             self.layoutAboutToBeChanged.emit()
-        new_row = {k: r for r, k in enumerate(ordered)}
-        old = self.persistentIndexList()
+        old = self.persistentIndexList()      # the selection and current row: a few rows
+        new_row = {k: ordered.index(k) for k in {self._keys[i.row()] for i in old}}
         moved = [self.index(new_row[self._keys[i.row()]], i.column()) for i in old]
         self._keys = ordered
         self.changePersistentIndexList(old, moved)
         if not quietly:
             self.layoutChanged.emit()
         return True
+
+    def _order_basis(self, live: list[Key]) -> tuple[int, Qt.SortOrder, list[Any]]:
+        """What the order of the ``live`` rows follows from: the sort column and order,
+        and each row's value in it (its budget, for the Budget column)."""
+        col = self._sort_column
+        if col == BUDGET:
+            values = list(map(self._budgets.get, live))
+        else:
+            values = list(map(_ORDER_FIELDS[col], map(self._samples.__getitem__, live)))
+        return col, self._sort_order, values
 
     def _sorted_exited(self, keys: list[Key]) -> list[Key]:
         """Exited rows in the order of the sort column (their last samples), the most

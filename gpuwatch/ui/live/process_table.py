@@ -18,7 +18,9 @@ keeps the normal text, with its name in the warning colour.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
+import weakref
+
+from PySide6.QtCore import QAbstractItemModel, QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFocusEvent,
@@ -179,6 +181,12 @@ class ProcessTable(QTableView):
             "memory, running time, container and command. Arrow keys move between rows; "
             "Tab leaves the table.")
 
+    def setModel(self, model: QAbstractItemModel | None) -> None:
+        super().setModel(model)
+        if isinstance(model, ProcessModel):      # cells out of view need no announcing
+            view = weakref.ref(self)
+            model.rows_in_view = lambda: _rows_in_view(view())
+
     def focusInEvent(self, event: QFocusEvent) -> None:
         super().focusInEvent(event)
         self.viewport().update()
@@ -250,6 +258,9 @@ class ProcessTable(QTableView):
         selected = {i.row() for i in selection.selectedRows()} if selection else set()
         alternating = self.alternatingRowColors()
         width = viewport.width()
+        # a viewport that fills its background has the Base colour under every row already
+        under = None if viewport.autoFillBackground() and \
+            viewport.palette().color(viewport.backgroundRole()) == base else base
 
         # per column, once: where its text starts, its room, right-aligned?
         cells = []
@@ -268,8 +279,9 @@ class ProcessTable(QTableView):
         for row in range(first, last + 1):
             y, h = self.rowViewportPosition(row), self.rowHeight(row)
             chosen = row in selected
-            p.fillRect(QRect(0, y, width, h),
-                       highlight if chosen else alternate if alternating and row % 2 else base)
+            fill = highlight if chosen else alternate if alternating and row % 2 else under
+            if fill is not None:
+                p.fillRect(QRect(0, y, width, h), fill)
             texts, pid, budget_bold, state = model.row_paint(row)
             gone = state == EXITED
             pen = highlighted_text if chosen else muted if gone else text_color
@@ -325,3 +337,15 @@ class ProcessTable(QTableView):
         to ``room`` pixels: (static text, width, height) in whole pixels."""
         self.cells.begin(font, full=False)
         return self.cells.static(text, room, int(style))
+
+
+def _rows_in_view(table: ProcessTable | None) -> tuple[int, int]:
+    """The first and last row ``table`` shows, whole or in part ((0, -1): none, or no
+    table any more)."""
+    if table is None:
+        return 0, -1
+    first = table.rowAt(0)
+    if first < 0:
+        return 0, -1
+    last = table.rowAt(table.viewport().height() - 1)
+    return first, table.model().rowCount() - 1 if last < 0 else last

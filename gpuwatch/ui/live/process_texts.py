@@ -51,6 +51,28 @@ def row_texts(p: ProcessSample, units: UnitSystem, now_s: float, budget: int | N
     ]
 
 
+def next_row_texts(old: ProcessSample, texts: list[str], p: ProcessSample, units: UnitSystem,
+                   now_s: float) -> list[str]:
+    """The row's texts for ``p`` from ``texts``, its texts for ``old`` (the same process's
+    earlier sample, with the same budget and probe): only the figures that changed are
+    formatted again (a command line is joined once, not every second)."""
+    if p.name != old.name or p.cmdline != old.cmdline or p.user != old.user \
+            or p.container != old.container or p.host_status is not old.host_status:
+        new = row_texts(p, units, now_s, None, False)
+        new[BUDGET] = texts[BUDGET]
+        return new
+    new = texts.copy()
+    if p.used_bytes != old.used_bytes:
+        new[MEMORY] = format_bytes(p.used_bytes, units)
+    if p.cpu_percent != old.cpu_percent:
+        new[CPU] = "n/a" if p.cpu_percent is None else f"{p.cpu_percent:.0f} %"
+    if p.rss_bytes != old.rss_bytes:
+        new[RSS] = format_bytes(p.rss_bytes, units)
+    new[RUNNING] = "n/a" if p.started_at_s is None else \
+        format_duration(max(0.0, now_s - p.started_at_s))
+    return new
+
+
 def exited_row_texts(gone: Exited, units: UnitSystem) -> list[str]:
     """An exited process's row: its last sample, what it held, when it went."""
     p = gone.sample
