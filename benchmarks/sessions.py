@@ -6,11 +6,13 @@ do. Run: .venv/bin/python benchmarks/sessions.py [--hours 24]
 
 ``--store`` instead times the session writer alone on a wide machine (8 GPUs × 64
 processes, each climbing for two minutes then flat, as in record_headless.py): the
-store's cost per sample in steady state (after the first ten minutes; committed once a
-second of wall time, as the recorder does at full speed, and once per sample, as it
-does at 1 Hz) and the file's size. ``--baseline DIR`` measures a checkout of an older
-commit the same way, in rounds interleaved with this one: .venv/bin/python
-benchmarks/sessions.py --store --hours 1 --baseline /tmp/before
+store's cost per sample in steady state (after the first ten minutes), committed once a
+second of wall time (as the recorder does at full speed) and once per sample (as it
+does at 1 Hz). It prints wall time, and the thread's CPU time beside it (which waiting
+for a busy machine's cores does not inflate), the file's size and the time to load the
+file for replay. ``--baseline DIR`` measures a checkout of an older commit the same
+way, in rounds interleaved with this one:
+.venv/bin/python benchmarks/sessions.py --store --hours 1 --baseline /tmp/before
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def measure_store(hours: float, gpus: int, procs: int, commit_each_sample: bool)
     """Store cost and file size of one wide recording, in this process."""
     from record_headless import write_scenario
 
+    from gpuwatch.sessions.replay import load_replay
     from gpuwatch.sessions.writer import SessionWriter
 
     samples = int(hours * 3600)
@@ -79,12 +82,12 @@ def measure_store(hours: float, gpus: int, procs: int, commit_each_sample: bool)
         backend = open_backend(SourceOptions(demo=str(scenario), time_scale="max"))
         path = Path(tmp) / "wide.gpuwatch.sqlite"
         writer = SessionWriter(path)
-        steady = warm = 0.0
+        steady = warm = steady_cpu = 0.0
         last_commit = time.perf_counter()
         for t in range(samples):
             backend.clock.set_elapsed(float(t))
             snap = backend.sample()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             writer.add_snapshot(snap)
             if commit_each_sample or start - last_commit >= 1.0:
                 writer.commit()
@@ -94,13 +97,19 @@ def measure_store(hours: float, gpus: int, procs: int, commit_each_sample: bool)
                 warm += spent
             else:
                 steady += spent
+                steady_cpu += time.thread_time() - cpu
         start = time.perf_counter()
         writer.close(backend.clock.now_s())
         closing = time.perf_counter() - start
         backend.close()
+        start = time.perf_counter()
+        load_replay(path)
+        replay = time.perf_counter() - start
         return {"samples": samples, "warm_ms": 1e3 * warm / min(samples, WARM_UP_S),
                 "steady_ms": 1e3 * steady / max(1, samples - WARM_UP_S),
-                "close_ms": 1e3 * closing, "bytes": path.stat().st_size}
+                "steady_cpu_ms": 1e3 * steady_cpu / max(1, samples - WARM_UP_S),
+                "close_ms": 1e3 * closing, "bytes": path.stat().st_size,
+                "replay_s": replay}
 
 
 def store_main(args: argparse.Namespace) -> None:
@@ -121,9 +130,10 @@ def store_main(args: argparse.Namespace) -> None:
             best = min(rounds, key=lambda r: r["steady_ms"])
             each = ", ".join(f"{r['steady_ms']:.3f}" for r in rounds)
             print(f"  {name:<34} steady {best['steady_ms']:6.3f} ms/sample "
-                  f"(rounds: {each}), "
+                  f"(rounds: {each}; CPU {best['steady_cpu_ms']:.3f}), "
                   f"first {WARM_UP_S} s {best['warm_ms']:.3f} ms/sample, "
-                  f"close {best['close_ms']:.0f} ms, file {format_bytes(best['bytes'])}")
+                  f"close {best['close_ms']:.0f} ms, file {format_bytes(best['bytes'])}, "
+                  f"replay load {best['replay_s']:.2f} s")
         if args.baseline:
             base, new = (min(r["steady_ms"] for r in results[n]) for n, _ in checkouts)
             print(f"  steady store: {base / new:.1f}× less time than the baseline")
