@@ -10,6 +10,8 @@ shows) at a time scale, for a wall-clock time, and prints once a minute:
   ``uordblks + hblkhd``): RSS less fragmentation, free lists and mapped libraries;
 - ``py``: bytes the Python allocator traced (``--tracemalloc`` only: it slows the
   window by a factor of two or more, so those runs are for finding, not for figures);
+- ``hist``: the bytes of the window's history arrays (GPU rings preallocated for a day;
+  the processes' rings grow with their rows, up to an hour each);
 - ``rows`` and ``texts``: the process table's rows and laid-out strings it keeps.
 
 At the end: the growth from the end of ``--warmup`` to the last reading and the slope
@@ -39,6 +41,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen" if not os.environ.get("DISP
                       else "xcb")
 
 MB = 1024 * 1024
+SLACK = 0.1   # minutes: a reading due at the end of the warm-up may come a little early
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -103,6 +106,10 @@ class Readings:
             row["heap"] = heap / MB
         if self.traced:
             row["py"] = tracemalloc.get_traced_memory()[0] / MB
+        history = getattr(self.window, "history", None)
+        if history is not None:
+            nbytes = history.nbytes
+            row["hist"] = (nbytes() if callable(nbytes) else nbytes) / MB
         table = getattr(getattr(self.window, "processes", None), "table", None)
         if table is not None:
             row["rows"] = table.model().rowCount()
@@ -113,25 +120,27 @@ class Readings:
             parts.append(f"heap {row['heap']:7.1f} MB")
         if "py" in row:
             parts.append(f"py {row['py']:7.2f} MB")
+        if "hist" in row:
+            parts.append(f"hist {row['hist']:6.1f} MB")
         if "rows" in row:
             parts.append(f"rows {row['rows']:4.0f}, texts {row['texts']:5.0f}")
         print(" · ".join(parts), flush=True)
-        if self.traced and self.warm_snapshot is None and minute >= self.warmup_min - 1e-6:
+        if self.traced and self.warm_snapshot is None and minute >= self.warmup_min - SLACK:
             self.warm_snapshot = tracemalloc.take_snapshot()
 
     def summary(self, top: int) -> None:
-        after = [r for r in self.rows if r["min"] >= self.warmup_min - 1e-6]
+        after = [r for r in self.rows if r["min"] >= self.warmup_min - SLACK]
         if len(after) < 2:
             print("too short a run for a growth figure (readings after the warm-up: "
                   f"{len(after)})")
             return
         first, last = after[0], after[-1]
         span = last["min"] - first["min"]
-        for name in ("rss", "heap", "py"):
+        for name in ("rss", "heap", "py", "hist"):
             if name in first:
                 slope = slope_per_minute([(r["min"], r[name]) for r in after])
-                print(f"{name:>4}: {first[name]:7.1f} MB at {first['min']:.0f} min, "
-                      f"{last[name]:7.1f} MB at {last['min']:.0f} min: "
+                print(f"{name:>4}: {first[name]:7.1f} MB at {first['min']:.1f} min, "
+                      f"{last[name]:7.1f} MB at {last['min']:.1f} min: "
                       f"{last[name] - first[name]:+6.1f} MB over {span:.0f} min after the "
                       f"warm-up, slope {slope:+.3f} MB/min")
         if self.traced and self.warm_snapshot is not None:
