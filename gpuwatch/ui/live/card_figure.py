@@ -2,8 +2,8 @@
 
 The figures a user looks for first (% used, free) are the largest text on a card.
 Rather than eliding, the figure steps its font down until it fits; its minimum width
-is the text at the smallest step, so a layout never gives it less. Fonts and laid-out
-texts are made when the text, the width or the font changes, not when it paints.
+is the text at the smallest step, so a layout never gives it less. Fonts and widths are
+made when the text or the font changes, not when it paints.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ class BigFigure(QWidget):
         self._fonts: list[QFont] = []
         self._widths: list[float] = []         # natural width at each step
         self._small_width = 0.0
-        self._step = -1                        # the step that fits the current width
-        self._static: tuple[QStaticText, QStaticText] | None = None
+        self._static: tuple[str, QStaticText] | None = None   # the small word, laid out
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._make_fonts()
 
@@ -113,8 +112,6 @@ class BigFigure(QWidget):
                 self._measured.clear()
             self._measured[key] = known
         self._small_width, self._widths = known
-        self._step = -1
-        self._static = None
 
     def sizeHint(self) -> QSize:
         return QSize(math.ceil(self._widths[0]) + 1, self._height)
@@ -133,11 +130,8 @@ class BigFigure(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self._make_fonts()
-            self.updateGeometry()
-
-    def resizeEvent(self, event: object) -> None:
-        if self._fit() != self._step:
             self._static = None
+            self.updateGeometry()
 
     # painting ------------------------------------------------------------------------
     def paintEvent(self, event: object) -> None:
@@ -145,27 +139,24 @@ class BigFigure(QWidget):
         if self._background is not None:
             p.fillRect(self.rect(), self._background)
         step = self._fit()
-        if self._static is None or step != self._step:
-            self._step = step
-            big = QStaticText(self._big)
-            big.setTextFormat(Qt.TextFormat.PlainText)
-            big.prepare(font=self._fonts[step])
+        # the figure changes with most samples: drawn as plain text (a static text's
+        # layout costs three plain draws); the word beside it is laid out once
+        if self._static is None or self._static[0] != self._small:
             small = QStaticText(self._small)
             small.setTextFormat(Qt.TextFormat.PlainText)
             small.prepare(font=self.font())
-            self._static = (big, small)
-        big, small = self._static
+            self._static = (self._small, small)
         x = max(0.0, self.width() - self._widths[step] - 1) if self._align_right else 0.0
         ascent, height = self._ascents[step]
         baseline = ascent + (self._height - height) / 2
         p.setFont(self._fonts[step])
         p.setPen(self._color or _default(False))
-        p.drawStaticText(QPointF(x, baseline - ascent), big)
+        p.drawText(QPointF(x, baseline), self._big)
         if self._small:
             p.setFont(self.font())
             p.setPen(self._small_color or _default(True))
             x += self._widths[step] - self._small_width + GAP
-            p.drawStaticText(QPointF(x, baseline - self._small_ascent), small)
+            p.drawStaticText(QPointF(x, baseline - self._small_ascent), self._static[1])
         p.end()
 
 
