@@ -129,8 +129,9 @@ def test_an_existing_file_is_never_overwritten(tmp_path):
 def test_kill_9_loses_at_most_the_last_second(tmp_path):
     path = tmp_path / "killed.sqlite"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuwatch", "record", "--demo", "leak", "--interval", "0.1",
-         "--out", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # an inference server holding the same memory from the first sample on
+        [sys.executable, "-m", "gpuwatch", "record", "--demo", "bandwidth", "--interval",
+         "0.1", "--out", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.readline()                       # "Recording ..."
     lines = 0
     while lines < 30:                            # 3 s of samples
@@ -143,7 +144,19 @@ def test_kill_9_loses_at_most_the_last_second(tmp_path):
         info = r.info()
         assert info.ended_at_s is None           # not closed: the recorder was killed
         stored = info.samples
-        assert r.gpu_series(0)["used_bytes"].size == stored
+        gpu_t = r.gpu_series(0)["t_s"]
+        assert gpu_t.size == stored
+        # the server's memory is stored only when it changes: it still reads at every
+        # committed sample, up to the last one, which is its last-seen time (in real
+        # time the simulated start time may wobble in its last digit, which makes a
+        # new process row; together the rows cover each sample once)
+        rows = r.processes()
+        times = sorted(x for p in rows for x in r.process_series(p.id)[0].tolist())
+        assert times == gpu_t.tolist()
+        latest = max(rows, key=lambda p: p.last_seen_s)
+        t, used = r.process_series(latest.id)
+        assert latest.last_seen_s == t[-1] == gpu_t[-1]
+        assert used.min() == used.max() == latest.peak_used_bytes
     # printed ticks are at most one commit interval (1 s = 10 samples) ahead of the file,
     # plus a little for the writer thread's scheduling
     assert printed - 15 <= stored <= printed
