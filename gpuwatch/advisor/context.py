@@ -112,12 +112,18 @@ class RuleContext:
     def gpu_peak(self, gpu_index: int, span_s: float) -> float | None:
         """The GPU's largest known memory in use over the last ``span_s`` (None: none
         known); from its run when its memory has been flat, else from its rows."""
-        ring, run = self.history.gpu(gpu_index), self.history.gpu_run(gpu_index)
-        if ring is not None and run is not None:
-            peak, sure = run.steady_peak(ring, self.now_s - span_s)
-            if sure:
-                return peak
+        peak, sure = self.steady_gpu_peak(gpu_index, span_s)
+        if sure:
+            return peak
         return Ring.peak_of(self.gpu_window(gpu_index, span_s)["used_bytes"])
+
+    def steady_gpu_peak(self, gpu_index: int, span_s: float) -> tuple[float | None, bool]:
+        """(peak, sure): ``gpu_peak`` when the GPU's run alone says it (its memory has
+        been flat over ``span_s``, or unknown), else (None, False)."""
+        ring, run = self.history.gpu(gpu_index), self.history.gpu_run(gpu_index)
+        if ring is None or run is None:
+            return None, False
+        return run.steady_peak(ring, self.now_s - span_s)
 
     def gpu_flat(self, gpu_index: int, span_s: float) -> bool:
         """Every known value of the GPU's memory in use over the last ``span_s`` is the

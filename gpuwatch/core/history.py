@@ -63,12 +63,14 @@ class GpuRun:
     newest_s: float = -np.inf       # the newest row's time, known or not
 
     def observe(self, t: float, used: float | None) -> None:
-        self.newest_s = t
-        if used is None:
-            return
-        if used != self.value and self.value == self.value:
-            self.changed_s = t
-        self.value, self.known_s = float(used), t
+        later = t > self.newest_s
+        if used is not None:
+            if used != self.value and self.value == self.value:
+                self.changed_s = t
+            self.value, self.known_s = float(used), t
+        if not later:       # a second row at a time (a GPU listed twice): only after it
+            self.changed_s = float(np.nextafter(self.newest_s, np.inf))
+        self.newest_s = max(t, self.newest_s)
 
     def steady_peak(self, ring: Ring, since_s: float) -> tuple[float | None, bool]:
         """(peak, sure): the largest known ``used_bytes`` of the rows with ``timestamp_s >=
@@ -77,8 +79,8 @@ class GpuRun:
         if self.known_s < since_s:
             return None, True
         if self.changed_s <= since_s and (self.known_s == self.newest_s
-                                          or self.known_s >= (ring.first("timestamp_s")
-                                                              or np.inf)):
+                                          or self.known_s > (ring.first("timestamp_s")
+                                                             or np.inf)):
             return self.value, True         # (the known row is still in the ring)
         return None, False
 

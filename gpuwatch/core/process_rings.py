@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,24 +30,40 @@ FIRST_ROWS = 64                # a process's first rows; its ring doubles from h
 FIRST_SLOTS = 16
 
 
-@dataclass(frozen=True, slots=True)
 class ProcessRuns:
-    """For each process of a GPU in the latest snapshot (in its order): the oldest row's
-    time (``oldest_s``), since when every known value equals ``value`` (``changed_s``,
-    −inf: every row in the ring), and the newest known value's time (``known_s``, −inf:
-    none known)."""
+    """For each process of a GPU in the latest snapshot (in its order): since when every
+    known value equals ``value`` (``changed_s``, −inf: every row in the ring), the newest
+    known value's time (``known_s``, −inf: none known) and the oldest row's time
+    (``oldest_s``, worked out when first asked for)."""
 
-    oldest_s: np.ndarray
-    changed_s: np.ndarray
-    known_s: np.ndarray
-    value: np.ndarray
+    __slots__ = ("_oldest", "_slots", "_table", "changed_s", "known_s", "newest_s", "value")
+
+    def __init__(self, table: ProcessTable, slots: np.ndarray, newest_s: float):
+        self._table, self._slots = table, slots
+        self._oldest: np.ndarray | None = None
+        self.changed_s = table.changed_s[slots]
+        self.known_s = table.known_s[slots]
+        self.value = table.value[slots]
+        self.newest_s = newest_s          # the time of the latest snapshot's rows
+
+    @property
+    def oldest_s(self) -> np.ndarray:
+        if self._oldest is None:
+            table, slots = self._table, self._slots
+            oldest = table.ts[slots, table.start[slots]]
+            self._oldest = np.where(table.length[slots] > 0, oldest, np.inf)
+        return self._oldest
 
     def steady_peaks(self, since_s: float) -> tuple[np.ndarray, np.ndarray]:
         """(peak, sure): the largest known value of each process's rows with ``timestamp_s
         >= since_s`` (NaN: none known), where ``sure`` says it follows from the runs
         alone; elsewhere the rows must be read."""
-        none_known = self.known_s < since_s
-        flat = (self.changed_s <= since_s) & (self.known_s >= self.oldest_s)
+        known_s = self.known_s
+        none_known = known_s < since_s
+        kept = known_s == self.newest_s           # known in the newest row: still held
+        if not kept.all():
+            kept |= known_s > self.oldest_s
+        flat = (self.changed_s <= since_s) & kept
         peak = np.where(none_known, np.nan, self.value)
         return peak, none_known | flat
 
@@ -65,6 +80,7 @@ class ProcessTable:
         self.free: list[int] = list(range(FIRST_SLOTS - 1, -1, -1))
         self.views: dict[int, SlotRing] = {}
         self._all_known = False        # every value of the last write was known
+        self._last_t = -np.inf         # the latest time written
 
     def _allocate(self, slots: int, width: int) -> None:
         self.ts = np.full((slots, width), np.nan)
@@ -93,7 +109,9 @@ class ProcessTable:
     def _widen(self) -> None:
         new = min(self.capacity, self.width * 2)
         for name in ("ts", "used"):
-            grown = np.full((len(self.start), new), np.nan)
+            # (the columns past a row's length are never read: left as they come, their
+            # pages are touched only as rows reach them)
+            grown = np.empty((len(self.start), new))
             old = getattr(self, name)
             # below the capacity no row has wrapped: each starts at 0
             grown[:, : self.width] = old if not self.start.any() else self._rows_in_order(old)
@@ -118,8 +136,6 @@ class ProcessTable:
         slot = self.free.pop()
         self.slot_of[key] = slot
         self.start[slot] = 0
-        self.ts[slot] = np.nan
-        self.used[slot] = np.nan
         self.changed_s[slot] = self.known_s[slot] = -np.inf
         self.value[slot] = np.nan
         if ring is not None and len(ring):
@@ -196,8 +212,10 @@ class ProcessTable:
                 self.length[slots] = np.minimum(length + 1, width)
             else:
                 self.length[slots] = length + 1
-        if same and self._all_known:
+        later = t > self._last_t
+        if same and self._all_known and later:
             self.known_s[slots] = t
+            self._last_t = t
             return
         known = values == values
         self._all_known = bool(known.all())
@@ -211,12 +229,11 @@ class ProcessTable:
         else:
             self.value[slots[known]] = values[known]
             self.known_s[slots[known]] = t
-
-    def runs(self, slots: np.ndarray) -> ProcessRuns:
-        oldest = self.ts[slots, self.start[slots]]
-        oldest = np.where(self.length[slots] > 0, oldest, np.inf)
-        return ProcessRuns(oldest, self.changed_s[slots], self.known_s[slots],
-                           self.value[slots])
+        if not later:
+            # rows at a time already written (a process listed twice): the rows of that
+            # time may differ, so no run is said to hold from it, only from after it
+            self.changed_s[slots] = np.nextafter(self._last_t, np.inf)
+        self._last_t = max(t, self._last_t)
 
 
 class ProcessRings(MutableMapping):
@@ -235,6 +252,7 @@ class ProcessRings(MutableMapping):
         self._listing: list[tuple[int, list[int]]] | None = []   # the last one appended
         self._values: list[float | None] | None = None
         self._array: np.ndarray | None = None              # ``_values`` as float64
+        self.newest_s = -np.inf                            # the last append's time
 
     # --- Mapping ------------------------------------------------------------------
     def __getitem__(self, key: ProcessKey) -> Ring:
@@ -302,6 +320,7 @@ class ProcessRings(MutableMapping):
             if len(self.pids_by_gpu) < len(listing):     # a GPU listed twice
                 self.by_gpu, self.pids_by_gpu = {}, None
             self._values, self._array = None, None
+        self.newest_s = t
         if values:
             same = values == self._values and self._array is not None   # flat memory
             if not same:
@@ -363,7 +382,7 @@ class ProcessRings(MutableMapping):
         if self.pids_by_gpu is None:
             return None
         span = self.by_gpu.get(gpu_index, slice(0, 0))
-        return self.table.runs(self._slots[span])
+        return ProcessRuns(self.table, self._slots[span], self.newest_s)
 
 
 class SlotRing(Ring):

@@ -16,11 +16,12 @@ from gpuwatch.core.units import format_bytes
 CODE = "contention"
 
 
-def _needs(ctx: RuleContext, gpu: GpuSample) -> list[tuple[int, str | None, float, bool]]:
-    """(pid, name, need, from a budget) for every process on the GPU."""
+def _needs(ctx: RuleContext, gpu: GpuSample,
+           peaks: list[float | None]) -> list[tuple[int, str | None, float, bool]]:
+    """(pid, name, need, from a budget) for every process on the GPU (``peaks``: their
+    measured peaks, in its order)."""
     out = []
     links = ctx.links
-    peaks = ctx.process_peaks(gpu, ctx.settings.contention_window_s)
     for p, peak in zip(gpu.processes, peaks, strict=True):
         link = links.get((gpu.index, p.pid)) if links else None
         if link is not None:
@@ -47,17 +48,24 @@ def contention(ctx: RuleContext) -> list[Finding]:
     out = []
     for gpu in ctx.ok_gpus():
         limit = ctx.limit_bytes(gpu)
-        needs = _needs(ctx, gpu)
-        rivals = [n for n in needs if n[2] >= s.contention_min_process_bytes]
-        if limit is None or len(rivals) < 2:
+        peaks = ctx.process_peaks(gpu, s.contention_window_s)
+        linked = bool(ctx.links) and any((gpu.index, p.pid) in ctx.links
+                                         for p in gpu.processes)
+        # the needs' sizes alone first (the tuples only for a GPU that is over)
+        sizes = ([n[2] for n in _needs(ctx, gpu, peaks)] if linked
+                 else [peak for peak in peaks if peak is not None])
+        bar_bytes = s.contention_min_process_bytes
+        rival_sizes = [size for size in sizes if size >= bar_bytes]
+        if limit is None or len(rival_sizes) < 2:
             continue
         known = sum(p.used_bytes or 0 for p in gpu.processes)
         driver = max(0.0, (gpu.memory.used_bytes or known) - known)
-        small = sum(n[2] for n in needs if n[2] < s.contention_min_process_bytes)
-        combined = sum(n[2] for n in rivals) + small + driver
+        small = sum(size for size in sizes if size < bar_bytes)
+        combined = sum(rival_sizes) + small + driver
         bar = limit * (0.97 if ctx.is_active(CODE, gpu.index) else 1.0)
         if combined <= bar:
             continue
+        rivals = [n for n in _needs(ctx, gpu, peaks) if n[2] >= bar_bytes]
         rivals.sort(key=lambda n: -n[2])
         listing = ", ".join(f"pid {pid} ({name or '?'}) {format_bytes(need)}"
                             f"{' budget' if budgeted else ' peak'}"

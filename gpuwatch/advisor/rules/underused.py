@@ -44,12 +44,15 @@ def underused(ctx: RuleContext) -> list[Finding]:
         t, used, util = w["timestamp_s"], w["used_bytes"], w["gpu_util_percent"]
         if t.size < 2 or t[-1] - t[0] < 0.95 * s.underused_window_s:
             continue
+        active = ctx.is_active(CODE, gpu.index)
+        fraction_bar = s.underused_fraction + (0.05 if active else 0.0)
+        flat_peak, sure = ctx.steady_gpu_peak(gpu.index, s.underused_window_s)
+        if sure and (flat_peak is None or flat_peak >= fraction_bar * total):
+            continue                  # flat memory, unknown or above the bar: no need
         if np.isnan(used).all() or np.isnan(util).all():
             continue
-        active = ctx.is_active(CODE, gpu.index)
         peak = float(np.nanmax(used))
         mean_util = float(np.nanmean(util))
-        fraction_bar = s.underused_fraction + (0.05 if active else 0.0)
         util_bar = s.underused_min_util_percent - (10.0 if active else 0.0)
         if peak >= fraction_bar * total or mean_util < util_bar:
             continue
