@@ -240,7 +240,8 @@ class NvmlBackend:
         for _, _, procs, _ in readings:
             pids.update(procs)
         host = self._host.lookup(pids) if pids else {}
-        isolated = bool(pids - host.keys()) and self._host.pid_namespace_isolated()
+        # some pid not found on the host (a subset test: no new set a tick)
+        isolated = not host.keys() >= pids and self._host.pid_namespace_isolated()
         hidden = 0
         gpus = []
         for dev, fields, procs, procs_error in readings:
