@@ -132,7 +132,6 @@ CREATE TABLE process_change (
     process_id INTEGER NOT NULL REFERENCES process (id),
     sample INTEGER NOT NULL,             -- n: the n-th gpu_sample row of the process's GPU
                                          -- (from 0, in the order written)
-    t_s REAL NOT NULL,                   -- that sample's time (for people reading SQL)
     used_bytes INTEGER,                  -- held from that sample on, until the next row
     listed INTEGER NOT NULL              -- 1: listed from that sample on; 0: missing
 );

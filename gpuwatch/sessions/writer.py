@@ -33,7 +33,7 @@ ENDED_REMEMBERED = 1024
 
 ProcessKey = tuple[int, int, float | None]      # (gpu, pid, started at)
 
-_INSERT_CHANGE = "INSERT INTO process_change VALUES (?,?,?,?,?)"
+_INSERT_CHANGE = "INSERT INTO process_change VALUES (?,?,?,?)"
 
 
 _PID, _STARTED, _USED = (operator.itemgetter(ProcessSample._fields.index(f))
@@ -87,6 +87,8 @@ class SessionWriter:
         self._dirty: list[_Process] = []       # rows to write back at the commit
         self._ended: OrderedDict[ProcessKey, _Process] = OrderedDict()
         self._listings: dict[int, _Listing] = {}
+        self._last_id = 0                      # the latest process row's id
+        self._new_processes: list[tuple] = []  # process rows of this snapshot
         self._gpu_rows: dict[int, int] = {}    # GPU -> gpu_sample rows written for it
         self._gpu_states: dict[int, GpuState] = {}
         self._known_gpus: set[int] = set()
@@ -159,6 +161,11 @@ class SessionWriter:
         for proc in sorted(left, key=_by_key):
             self._leave(proc, here, previous_t, t, changes, events)
         _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
+        if self._new_processes:
+            _insert(conn, "INSERT INTO process (id, gpu, pid, name, cmdline, user, container, "
+                          "first_seen_s, last_seen_s, peak_used_bytes) "
+                          "VALUES (?,?,?,?,?,?,?,?,NULL,?)", self._new_processes)
+            self._new_processes.clear()
         if changes:
             _insert(conn, _INSERT_CHANGE, changes)
         if events:
@@ -182,7 +189,7 @@ class SessionWriter:
                 proc = self._list(gpu, p, position, t, changes, events)
             elif used != proc.used:
                 proc.used = used
-                changes.append((proc.id, position, t, used, 1))
+                changes.append((proc.id, position, used, 1))
                 if used is not None and (proc.peak is None or used > proc.peak):
                     proc.peak = used
                     self._mark_dirty(proc)
@@ -200,12 +207,11 @@ class SessionWriter:
         if proc is None and key in self._ended:          # back after a missed listing
             proc = self._processes[key] = self._ended.pop(key)
         if proc is None:
-            cur = self._conn.execute(
-                "INSERT INTO process (gpu, pid, name, cmdline, user, container, "
-                "first_seen_s, last_seen_s, peak_used_bytes) VALUES (?,?,?,?,?,?,?,NULL,?)",
-                _storable((gpu, p.pid, p.name, json.dumps(list(p.cmdline)), p.user,
-                           p.container, t, used)))
-            proc = self._processes[key] = _Process(cur.lastrowid, key, used, used)
+            self._last_id += 1          # this writer made the file: it numbers the rows
+            proc = self._processes[key] = _Process(self._last_id, key, used, used)
+            self._new_processes.append((proc.id, gpu, p.pid, p.name,
+                                        json.dumps(list(p.cmdline)), p.user, p.container,
+                                        t, used))
             if self.samples:
                 events.append((t, "process-started", gpu, p.pid, p.name))
         else:
@@ -214,7 +220,7 @@ class SessionWriter:
             if used is not None and (proc.peak is None or used > proc.peak):
                 proc.peak = used
             self._mark_dirty(proc)
-        changes.append((proc.id, position, t, used, 1))
+        changes.append((proc.id, position, used, 1))
         return proc
 
     def _leave(self, proc: _Process, here: dict[int, int], previous_t: float, t: float,
@@ -227,8 +233,7 @@ class SessionWriter:
         self._mark_dirty(proc)
         self._left.append(proc.key)
         at = here.get(gpu)
-        changes.append((proc.id, self._gpu_rows.get(gpu, 0) if at is None else at, t,
-                        None, 0))
+        changes.append((proc.id, self._gpu_rows.get(gpu, 0) if at is None else at, None, 0))
         events.append((t, "process-ended", gpu, pid, None))
 
     def _mark_dirty(self, proc: _Process) -> None:

@@ -39,7 +39,7 @@ COLUMNS = {
                    "pcie_rx_bytes_per_s", "temperature_c", "power_w"),
     "process": ("gpu", "pid", "name", "cmdline", "user", "container", "first_seen_s",
                 "last_seen_s", "peak_used_bytes"),
-    "process_change": ("process_id", "sample", "t_s", "used_bytes", "listed"),
+    "process_change": ("process_id", "sample", "used_bytes", "listed"),
     "hint": ("code", "severity", "gpu", "pid", "title", "detail", "actions", "first_seen_s",
              "last_seen_s", "closed_s"),
     "event": ("t_s", "kind", "gpu", "pid", "detail"),
