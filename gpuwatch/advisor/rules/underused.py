@@ -49,12 +49,12 @@ def underused(ctx: RuleContext) -> list[Finding]:
         flat_peak, sure = ctx.steady_gpu_peak(gpu.index, s.underused_window_s)
         if sure and (flat_peak is None or flat_peak >= fraction_bar * total):
             continue                  # flat memory, unknown or above the bar: no need
-        if np.isnan(used).all() or np.isnan(util).all():
+        peak = float(np.fmax.reduce(used))      # (NaN only where all are unknown)
+        if peak != peak or peak >= fraction_bar * total or np.isnan(util).all():
             continue
-        peak = float(np.nanmax(used))
-        mean_util = float(np.nanmean(util))
+        mean_util = float(np.nanmean(util))     # (only once the memory is low enough)
         util_bar = s.underused_min_util_percent - (10.0 if active else 0.0)
-        if peak >= fraction_bar * total or mean_util < util_bar:
+        if mean_util < util_bar:
             continue
         idle = total - peak - (gpu.memory.reserved_bytes or 0)
         actions = _batch_actions(ctx, gpu) or [HintAction(
