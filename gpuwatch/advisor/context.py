@@ -5,6 +5,12 @@ history and the latest snapshot, the linked budgets and allocator statistics, an
 which hints are open now (so a rule can use a looser threshold to keep a hint open
 than to open it: hysteresis in value; the engine adds hysteresis in time). Window
 reads are cached for the duration of one evaluation, so rules can share them.
+
+Most memory is flat most of the time. The history knows since when each GPU's and each
+process's memory has not changed (its runs), so ``gpu_peak``, ``gpu_flat`` and
+``process_peaks`` answer for flat memory without reading a window, all of a GPU's
+processes at once; a rule that uses them finds exactly what reading the windows would
+(``tests/advisor/test_advisor_flat_runs.py``).
 """
 
 from __future__ import annotations
