@@ -275,3 +275,20 @@ def test_gpus_present_show_no_notice(make_window, scenario) -> None:
     window = make_window()
     feed(window, scenario("workstation"), [600])
     assert window.cards.notice.isHidden() and window.cards.cards
+
+
+def test_exited_rows_are_bounded_in_number(scenario) -> None:
+    """A box that runs a short job a second keeps the latest exits, not ten minutes'
+    worth of every one."""
+    from gpuwatch.ui.live.exited_rows import ExitedProcesses
+
+    snap = sample_at(scenario("workstation"), 600)
+    exited = ExitedProcesses(limit=50)
+    before: dict = {}
+    for k in range(120):
+        p = ProcessSample(pid=30000 + k, gpu_index=0, used_bytes=GiB, name="pytest")
+        now = {(0, p.pid): p}
+        exited.observe(before, now, _with(snap, [p], dt=k))
+        before = now
+    assert len(exited.rows) == 50
+    assert min(pid for _, pid in exited.rows) == 30000 + 119 - 50   # the latest exits

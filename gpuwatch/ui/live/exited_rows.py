@@ -2,8 +2,9 @@
 
 A process that vanishes from a GPU's list is remembered with its last sample and the
 time of the first snapshot without it (as the advisor's ``likely-oom`` hint counts it),
-for :data:`EXITED_ROW_KEEP_S`, then forgotten. It holds nothing any more, so it is never
-part of a card or a total: only the table shows it.
+for :data:`EXITED_ROW_KEEP_S`, then forgotten (and the oldest beyond
+:data:`EXITED_ROW_LIMIT` sooner). It holds nothing any more, so it is never part of a
+card or a total: only the table shows it.
 
 The work happens when the set of processes changes (:meth:`ExitedProcesses.observe`)
 and when the oldest entry is due (:meth:`ExitedProcesses.expire`); a sample with the
@@ -24,6 +25,7 @@ from gpuwatch.core.snapshot import GpuState, ProcessSample, Snapshot
 Key = tuple[int, int]   # (gpu index, pid)
 
 EXITED_ROW_KEEP_S = 600.0   # ten minutes: as long as the likely-oom hint stays open
+EXITED_ROW_LIMIT = 1000     # rows kept at most (a box running a short job a second)
 
 
 class Exited(NamedTuple):
@@ -37,8 +39,9 @@ class Exited(NamedTuple):
 
 
 class ExitedProcesses:
-    def __init__(self, keep_s: float = EXITED_ROW_KEEP_S):
+    def __init__(self, keep_s: float = EXITED_ROW_KEEP_S, limit: int = EXITED_ROW_LIMIT):
         self.keep_s = keep_s
+        self.limit = limit
         self.rows: dict[Key, Exited] = {}    # oldest first
         self._due_s = math.inf               # when the oldest row is to go
         self._newest_s = -math.inf           # the latest exit (a clock going back drops it)
@@ -63,6 +66,9 @@ class ExitedProcesses:
                     rows.pop(key, None)
                     rows[key] = Exited(old[key], now)
                     changed = True
+            if len(rows) > self.limit:                     # the oldest go first
+                for key in list(rows)[:len(rows) - self.limit]:
+                    del rows[key]
         if changed:
             self._changed()
         return changed
