@@ -101,22 +101,16 @@ class ProcessTable:
                                                       "changed_s", "known_s", "value"))
 
     # --- shape --------------------------------------------------------------------
-    def _rows_in_order(self, column: np.ndarray) -> np.ndarray:
-        """Every row's values oldest first (rotated so that each row starts at 0)."""
-        cols = (self.start[:, None] + np.arange(self.width)) % self.width
-        return np.take_along_axis(column, cols, axis=1)
-
     def _widen(self) -> None:
         new = min(self.capacity, self.width * 2)
         for name in ("ts", "used"):
             # (the columns past a row's length are never read: left as they come, their
             # pages are touched only as rows reach them)
             grown = np.empty((len(self.start), new))
-            old = getattr(self, name)
-            # below the capacity no row has wrapped: each starts at 0
-            grown[:, : self.width] = old if not self.start.any() else self._rows_in_order(old)
+            # below the capacity no row has wrapped (a row is widened before it would):
+            # every row starts at 0
+            grown[:, : self.width] = getattr(self, name)
             setattr(self, name, grown)
-        self.start[:] = 0
         self.width = new
 
     def _more_slots(self) -> None:
