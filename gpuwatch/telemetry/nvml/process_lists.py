@@ -61,7 +61,7 @@ class ProcessLists:
             return seen[2], seen[3]
         merged = _one_list(compute, graphics, self._pairs)
         if merged is not None:
-            dev.lists_seen = (compute, graphics, merged, None)
+            dev.lists_seen = (compute[:], graphics[:], merged, None)   # copies: not ours
             return merged, None
         merged = {}
         failed: dict[str, pynvml.NVMLError] = {}
@@ -81,7 +81,8 @@ class ProcessLists:
                     known = [u for u in (seen[0], used) if u is not None]
                     merged[pid] = (max(known) if known else None, "compute+graphics")
         error = _lists_error(failed)
-        dev.lists_seen = None if failed else (compute, graphics, merged, error)
+        dev.lists_seen = None if failed else (list(compute or ()), list(graphics or ()),
+                                              merged, error)
         return merged, error
 
     def _list(self, kind: str, handle: Any) -> list | pynvml.NVMLError:
