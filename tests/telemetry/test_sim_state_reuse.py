@@ -277,3 +277,27 @@ def processes(draw, pid: int):
 def test_any_scenario_at_any_times_shows_what_a_fresh_evaluation_shows(procs, times):
     scenario = make_scenario(processes=list(procs), duration_s=60)
     lockstep(scenario, times + sorted(times))
+
+
+def test_a_list_object_handed_back_changed_in_place_is_read_again():
+    """A library may reuse one list object: unchanged lists are recognised by their
+    items, never by the list being the same object."""
+    clock = SteppedClock()
+    lib = SimulatedNvml(make_scenario(), clock)
+    kept: list = []
+    original = lib.nvmlDeviceGetComputeRunningProcesses
+
+    def same_list(handle):
+        kept[:] = original(handle)
+        return kept
+
+    lib.nvmlDeviceGetComputeRunningProcesses = same_list
+    backend = NvmlBackend(lib, ScenarioHost(lib, clock), clock, pcie_thread=False).open()
+    try:
+        used = []
+        for t in (50.0, 60.0):
+            clock.set_elapsed(t)
+            used.append(backend.sample().gpus[0].processes[0].used_bytes)
+    finally:
+        backend.close()
+    assert used == [6 * 2**30, 7 * 2**30]
