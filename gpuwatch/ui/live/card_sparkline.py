@@ -44,6 +44,7 @@ class Sparkline(QWidget):
         self._source: tuple[Ring | None, float] = (None, 0.0)
         self._base_pixels: tuple[tuple, tuple[np.ndarray, int, int]] | None = None
         self._faded = False
+        self._total: float | None = None     # the capacity the columns were drawn for
         self._image: tuple[tuple, QImage, np.ndarray] | None = None   # (key, image, pixels)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(self.HEIGHT)
@@ -81,6 +82,8 @@ class Sparkline(QWidget):
         self._source = (ring, now_s)
         w = max(0, self.width() - 2)
         total = None if ring is None else ring.last("total_bytes")
+        if self._one_more_row(ring, w, now_s, total):
+            return
         if ring is None or w < 4 or not len(ring) or not total:
             ys = np.empty(0, dtype=np.int16)
         else:
@@ -91,9 +94,42 @@ class Sparkline(QWidget):
             ys[seen & ~known] = UNKNOWN
             ys[known] = np.rint((1.0 - np.minimum(peaks[known] / total, 1.0)) * h) + 1
         key = ys.tobytes()
+        self._total = total
         if key != self._ys_key or ys.size != self._ys.size:
             self._ys_key, self._ys = key, ys
             self.update()
+
+    def _one_more_row(self, ring: Ring | None, w: int, now_s: float,
+                      total: float | None) -> bool:
+        """The common sample, folded in without arrays: one new row, in the newest
+        column, at the same capacity and width. False: the full fold is needed."""
+        kept = self._buckets
+        if kept is None or ring is None or kept[4] is not ring or kept[0] != w or \
+                kept[6] is None or not total or total != self._total:
+            return False
+        dt = self.span_s / w
+        first = math.floor(now_s / dt) - w + 1
+        newest = ring.column("timestamp_s", last=2)     # one row past the kept newest?
+        if first != kept[1] or newest.size != 2 or newest[0] != kept[6] or \
+                not newest[1] > kept[6] or math.floor(newest[1] / dt) - first != w - 1:
+            return False
+        t, used = float(newest[1]), ring.last("used_bytes")
+        peaks, seen = kept[2], kept[3]
+        self._buckets = (w, first, peaks, seen, ring, len(ring), t)
+        seen[-1] = True
+        if used is None or math.isnan(used):
+            y = UNKNOWN if math.isnan(peaks[-1]) else None
+        elif used > peaks[-1] or math.isnan(peaks[-1]):
+            peaks[-1] = used
+            y = round((1.0 - min(used / total, 1.0)) * (self.HEIGHT - 3)) + 1
+        else:
+            return True                        # the column's peak stands
+        if y is not None and y != self._ys[-1]:
+            ys = self._ys.copy()
+            ys[-1] = y
+            self._ys_key, self._ys = ys.tobytes(), ys
+            self.update()
+        return True
 
     def _fold(self, ring: Ring, w: int, now_s: float) -> tuple[np.ndarray, np.ndarray]:
         """The peak of each column (NaN: none known) and whether it had a row, the new

@@ -71,7 +71,8 @@ class MemoryBar(QWidget):
         self._label_metrics: QFontMetricsF | None = None
         self._ticks: tuple[tuple[float, QColor, str], ...] = ()
         self._drawn: tuple | None = None      # what was last asked to be painted
-        self._columns_of: tuple | None = None  # (key, pixel row, segment end columns)
+        # (width, data generation, colours, pixel row, the column each segment ends before)
+        self._columns_of: tuple | None = None
         self._generation = 0                   # counts the data set
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -189,9 +190,9 @@ class MemoryBar(QWidget):
         cost one array lookup, not 64 fills."""
         w = max(1, self.width())
         segments = self._segments
-        key = (w, self._generation, c)
-        if self._columns_of is not None and self._columns_of[0] == key:
-            return self._columns_of[1], self._columns_of[2]
+        kept = self._columns_of
+        if kept is not None and kept[0] == w and kept[1] == self._generation and kept[2] is c:
+            return kept[3], kept[4]
         free = QColor(c.free).rgba()
         cols = None
         if self._total <= 0 or not segments:
@@ -206,7 +207,7 @@ class MemoryBar(QWidget):
             colors = [lost] * len(segments) if self._greyed else \
                 [seg.color.rgba() for seg in segments]
             line = np.array([*colors, free], dtype=np.uint32)[which]
-        self._columns_of = (key, line, cols)
+        self._columns_of = (w, self._generation, c, line, cols)
         return line, cols
 
     def _pixel_row(self, c: theme.Colors) -> QImage:

@@ -61,6 +61,7 @@ class TextLines(QWidget):
         # (text, bold) -> (its laid-out static text, or None while it is new; its advance)
         self._static: dict[tuple[str, bool], tuple[QStaticText | None, float]] = {}
         self._ascent: dict[bool, float] = {}
+        self._tooltip: str | None = None    # the last one set here
         self._step = 0
         self._natural = 0
         self._room = 0           # the widest text so far: the width this widget asks for
@@ -89,7 +90,8 @@ class TextLines(QWidget):
     # content ------------------------------------------------------------------------
     def set_lines(self, lines: list[list[Run]], tooltip: str | None = None) -> None:
         """Show ``lines`` (and ``tooltip``, when given); unchanged lines cost nothing."""
-        if tooltip is not None and tooltip != self.toolTip():
+        if tooltip is not None and tooltip != self._tooltip:
+            self._tooltip = tooltip
             self.setToolTip(tooltip)
         if lines == self._lines:
             return
