@@ -90,11 +90,6 @@ class SimulatedNvml(types.ModuleType):
         """The scenario's faults that may hit ``call``, in scenario order."""
         return tuple(f for f in self.scenario.faults if f.call in ("*", call))
 
-    def _gpu(self, handle: object) -> int:
-        if not isinstance(handle, SimHandle) or not 0 <= handle.index < len(self.scenario.gpus):
-            raise pynvml.NVMLError(codes.INVALID_ARGUMENT)
-        return handle.index
-
     def _state(self, gpu: int, t: float) -> GpuState:
         """The GPU's readings at scenario time ``t``: worked out once, then shared by
         every call while nothing in the scenario changes."""
@@ -140,25 +135,12 @@ class SimulatedNvml(types.ModuleType):
     # -- static device facts ------------------------------------------------------------
 
     def _spec(self, call: str, handle: object) -> tuple[int, ScenarioGpu, float]:
-        """(GPU index, its facts, scenario time) for a call on a GPU: ``_gpu`` and
-        ``_enter`` in one, as every reading of every tick starts here."""
+        """(GPU index, its facts, scenario time) for a call on a GPU."""
         gpus = self.scenario.gpus
         if not isinstance(handle, SimHandle) or not 0 <= handle.index < len(gpus):
             raise pynvml.NVMLError(codes.INVALID_ARGUMENT)
         gpu = handle.index
-        self.calls[call] += 1
-        t = self.clock.elapsed_s()
-        if self.loop:
-            t %= self.scenario.duration_s
-        faults = self._faults.get(call)
-        if faults is None:
-            faults = self._faults[call] = self._faults_of(call)
-        for fault in faults:
-            if fault.active(call, gpu, t):
-                raise pynvml.NVMLError(fault.code)
-        if not self._initialised:
-            raise pynvml.NVMLError(codes.UNINITIALIZED)
-        return gpu, gpus[gpu], t
+        return gpu, gpus[gpu], self._enter(call, gpu)
 
     def nvmlDeviceGetName(self, handle: object) -> str:
         return self._spec("nvmlDeviceGetName", handle)[1].name
