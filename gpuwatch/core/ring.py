@@ -121,7 +121,7 @@ class Ring:
         ts = self._arrays[self._names.index("timestamp_s")]
         start, n, size = self._start, self._len, self._size
         newer = start + n - size          # rows that wrapped to the front of the buffer
-        if newer > 0 and ts[0] <= since_s:
+        if newer > 0 and ts[size - 1] < since_s:     # none of the older part is wanted
             first = int(ts[:newer].searchsorted(since_s, side="left"))
             parts: tuple[slice, ...] = (slice(first, newer),)
         elif newer > 0:

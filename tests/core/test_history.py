@@ -135,3 +135,15 @@ def test_first_and_last_follow_the_oldest_and_newest_rows_as_the_ring_wraps():
     assert r.first("v") == 20.0 and r.last("v") == 40.0
     r.append_pair(5.0, 50.0)
     assert r.first("v") is None        # the oldest kept row (t = 3) is unknown
+
+
+def test_rows_since_include_equal_times_on_both_sides_of_the_wrap():
+    """Rows of one time (a process listed twice in a snapshot) that straddle the end of
+    the buffer are all read."""
+    ring = Ring(3, {"timestamp_s": np.float64, "v": np.float64})
+    for t, v in [(4.0, 1.0), (5.0, 2.0), (5.0, 3.0), (5.0, 4.0), (7.0, 5.0)]:
+        ring.append_values((t, v))
+    assert ring.column("timestamp_s").tolist() == [5.0, 5.0, 7.0]
+    assert ring.since(5.0, ("v",))["v"].tolist() == [3.0, 4.0, 5.0]
+    assert ring.since(6.0, ("v",))["v"].tolist() == [5.0]
+    assert ring.since(8.0, ("v",))["v"].tolist() == []
