@@ -275,6 +275,6 @@ def test_with_many_gpus_only_the_pointed_gpu_has_a_band(make_window, scenario,
 
 def banded(plots) -> list[int]:
     """The GPUs whose bandwidth band the canvas draws (a filled layer of their colour)."""
-    bands = [layer for layer in plots.canvases[1].layers if layer.brush is not None]
+    bands = [layer for layer in plots.canvases[1].under.layers if layer.brush is not None]
     colors = {theme.gpu_color(i).rgb(): i for i in plots._bw_curves}
     return sorted(colors[layer.brush.color().rgb()] for layer in bands)

@@ -23,19 +23,18 @@ from gpuwatch.ui.live.process_rows import Key
 from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
+from gpuwatch.ui.widgets.curve_canvas import CurveCanvas, aligned_range, plot_columns
 from gpuwatch.ui.widgets.plot_ranges import (
     StickyRange,
-    bounds,
     label_px,
     top_with_room,
 )
+from gpuwatch.ui.widgets.plot_series import RingLine
 from gpuwatch.ui.widgets.plots import (
-    WindowCurve,
     byte_unit,
     cache_text_items,
     quiet_hidden_axes,
     restyle_plot,
-    ring_curve,
     settle,
 )
 
@@ -71,10 +70,11 @@ class ProcessPlot(QWidget):
             "day, with its budget's predicted peak when one is linked")
         quiet_hidden_axes(self.detail_plot)
         self.detail_plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
-        self.alloc_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
-        self.detail_curve = WindowCurve(pen=pg.mkPen("#4e79a7", width=1))
-        self.detail_plot.addItem(self.alloc_curve)
-        self.detail_plot.addItem(self.detail_curve)
+        # the lines as data; the canvas draws them as image tiles that scroll with time
+        self.alloc_curve = RingLine("allocated_bytes", pg.mkPen("#4e79a7", width=1))
+        self.detail_curve = RingLine("used_bytes", pg.mkPen("#4e79a7", width=1))
+        self.canvas = CurveCanvas()
+        self.detail_plot.addItem(self.canvas, ignoreBounds=True)
         self._styled: tuple | None = None    # (unit name, pid, colour) the plot is set up for
         # from zero: a flat line reads as flat, not as noise zoomed to a few MiB
         self._y_range = StickyRange(floor=0.0, min_top=0.05)
@@ -114,8 +114,9 @@ class ProcessPlot(QWidget):
         """No process selected: ``why`` (no process to show, waiting for a sample) or
         the hint to select one in the title, an empty plot."""
         self.detail_title.set(why or NO_SELECTION)
-        self.detail_curve.setData([], [])
-        self.alloc_curve.setData([], [])
+        self.detail_curve.clear()
+        self.alloc_curve.clear()
+        self.canvas.set_layers([])
         self._show_peak(None)
         if self.history.latest is not None:
             now = self.history.latest.timestamp_s
@@ -144,27 +145,29 @@ class ProcessPlot(QWidget):
         self._style_detail(name, p.pid)
         ring = self.history.process(*key)
         snap = self.history.latest
-        shown: list[np.ndarray] = []
+        high = float("nan")
+        pixels = plot_columns(self.detail_plot)
+        if snap is not None:     # whole columns: the canvas scrolls its tiles
+            x0, x1 = aligned_range(snap.timestamp_s, window_s, pixels)
+            self.detail_plot.setXRange(x0, x1, padding=0)
         if ring is not None and snap is not None:
-            now = snap.timestamp_s
-            pixels = max(200, self.detail_plot.width())
-            x, y = ring_curve(ring, "used_bytes", now - window_s, now, pixels, scale)
-            self.detail_curve.setData(x, y, connect="finite")
-            shown.append(y)
+            self.detail_curve.show(ring, scale, x0, x1, pixels)
+            high = np.fmax(high, self.detail_curve.high(x0))
             if alloc_ring is not None:
-                x, y = ring_curve(alloc_ring, "allocated_bytes", now - window_s, now,
-                                  pixels, scale)
-                self.alloc_curve.setData(x, y, connect="finite")
-                shown.append(y)
-        if alloc_ring is None:
-            self.alloc_curve.setData([], [])
-        if snap is not None:
-            self.detail_plot.setXRange(snap.timestamp_s - window_s, snap.timestamp_s,
-                                       padding=0)
+                self.alloc_curve.show(alloc_ring, scale, x0, x1, pixels)
+                high = np.fmax(high, self.alloc_curve.high(x0))
+        else:
+            self.detail_curve.clear()
+        if alloc_ring is None or ring is None:
+            self.alloc_curve.clear()
+        style = self._styled or ()
+        layers = [line.layer((name, *style)) for line, name in
+                  ((self.alloc_curve, "allocated"), (self.detail_curve, "used"))]
+        self.canvas.set_layers([layer for layer in layers if layer is not None])
         self._show_peak(None if budget is None else budget / scale)
         if budget is not None:
-            shown.append(np.array([budget / scale]))
-        if self._y_range.fit(*bounds(*shown)) is not None or budget is not None:
+            high = np.fmax(high, budget / scale)
+        if self._y_range.fit(0.0, high) is not None or budget is not None:
             self._fit_y()
         settle(self.detail_plot)
 

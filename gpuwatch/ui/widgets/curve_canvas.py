@@ -194,6 +194,8 @@ class CurveCanvas(pg.GraphicsObject):
             self._tiles.clear()
         else:
             for t0, t1 in dirty:
+                if t1 / grid.dt < left - MARGIN - 1:    # rows dropped left of the view
+                    continue
                 first = math.floor(t0 / grid.dt) - MARGIN - 1
                 last = math.floor(t1 / grid.dt) + MARGIN + 1
                 for tile in range(first // TILE, last // TILE + 1):
@@ -205,8 +207,8 @@ class CurveCanvas(pg.GraphicsObject):
         for tile in [t for t in self._tiles if t not in shown]:
             del self._tiles[tile]
         missing = [t for t in shown if t not in self._tiles]
-        if missing:
-            self._tiles.update(self._render(grid, missing))
+        for run in _runs(missing):         # the newest tiles, the oldest: read apart
+            self._tiles.update(self._render(grid, run))
         # every tile lands on the same whole device pixel offset: no seams
         base = round(left_px - (left - first_column)) - first_column
         p.save()
@@ -240,6 +242,48 @@ class CurveCanvas(pg.GraphicsObject):
                 painter.end()
         self.tiles_rendered += len(tiles)
         return images
+
+
+class PlotCanvases:
+    """A plot's three canvases: under (bands), lines, over (a highlighted line), so
+    that a hover redraws one or two layers, not every line."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        self.under, self.lines, self.over = CurveCanvas(), CurveCanvas(), CurveCanvas()
+        for z, canvas in zip((-10, 0, 10), self.all, strict=True):
+            canvas.setZValue(z)
+            plot.addItem(canvas, ignoreBounds=True)
+
+    @property
+    def all(self) -> tuple[CurveCanvas, CurveCanvas, CurveCanvas]:
+        return self.under, self.lines, self.over
+
+    @property
+    def layers(self) -> list[Layer]:
+        return [layer for canvas in self.all for layer in canvas.layers]
+
+    @property
+    def tiles_rendered(self) -> int:
+        return sum(canvas.tiles_rendered for canvas in self.all)
+
+    def set_layers(self, stacked: tuple[list[Layer], list[Layer], list[Layer]]) -> None:
+        for canvas, layers in zip(self.all, stacked, strict=True):
+            canvas.set_layers(layers)
+
+    def invalidate(self) -> None:
+        for canvas in self.all:
+            canvas.invalidate()
+
+
+def _runs(tiles: list[int]) -> list[list[int]]:
+    """Sorted tile numbers in runs of neighbours."""
+    runs: list[list[int]] = []
+    for tile in tiles:
+        if runs and runs[-1][-1] == tile - 1:
+            runs[-1].append(tile)
+        else:
+            runs.append([tile])
+    return runs
 
 
 def _tile_painter(image: QImage) -> QPainter:
@@ -293,15 +337,17 @@ def _read(ring: Ring, column: str, t0: float, t1: float, width: float
     a bucket gets all its samples, and the points next to the span are there."""
     reach = 4 * width
     while True:
-        t = ring.since(t0 - reach, ("timestamp_s",))["timestamp_s"]
+        rows = ring.since(t0 - reach, ("timestamp_s", column))
+        t = rows["timestamp_s"]
         whole = len(t) == len(ring)
         i = int(np.searchsorted(t, t0, side="left")) - 1          # the sample before t0
         j = -1 if i < 0 else int(np.searchsorted(t, _edge(t[i], width), side="left")) - 1
         if j >= 0 or whole:
             break
         reach *= 8          # the samples before t0 lie further back (a gap, a pause)
-    first = -math.inf if j < 0 else _edge(t[j], width)
-    rows = ring.since(first, ("timestamp_s", column))
+    if j >= 0:
+        start = int(np.searchsorted(t, _edge(t[j], width), side="left"))
+        rows = {name: values[start:] for name, values in rows.items()}
     t = rows["timestamp_s"]
     end = int(np.searchsorted(t, t1, side="right"))               # the sample after t1
     if end < len(t):

@@ -157,9 +157,11 @@ def _ordered_extremes(y: np.ndarray, starts: np.ndarray, counts: np.ndarray
     if len(counts) * m <= 4 * int(counts.sum()) + 64:
         index = np.minimum(starts[:, None] + np.arange(m), (starts + counts - 1)[:, None])
         rows = y[index]
-        nan = np.isnan(rows)
-        low_rows = np.where(nan, np.inf, rows)
-        high_rows = np.where(nan, -np.inf, rows)
+        if np.isnan(np.add.reduce(rows, axis=None)):
+            low_rows = np.where(np.isnan(rows), np.inf, rows)
+            high_rows = np.where(np.isnan(rows), -np.inf, rows)
+        else:                                  # the usual case: no copies
+            low_rows = high_rows = rows
         at_min, at_max = low_rows.argmin(axis=1), high_rows.argmax(axis=1)
         picked = np.arange(len(counts))
         low, high = low_rows[picked, at_min], high_rows[picked, at_max]
@@ -189,11 +191,17 @@ def bucket_band(t: np.ndarray, y: np.ndarray, width: float, origin: float = 0.0
         return empty, empty, empty, empty
     ends = np.append(starts[1:], n)
     mid = (t[starts] + t[ends - 1]) / 2.0
-    finite = np.isfinite(y)
-    counts = np.add.reduceat(finite.astype(np.int32), starts)
-    sums = np.add.reduceat(np.where(finite, y, 0.0), starts)
-    low = np.minimum.reduceat(np.where(finite, y, np.inf), starts)
-    high = np.maximum.reduceat(np.where(finite, y, -np.inf), starts)
+    if not np.isnan(np.add.reduce(y)):        # the usual case: plain reductions
+        counts = np.diff(np.append(starts, n))
+        sums = np.add.reduceat(y, starts)
+        low = np.minimum.reduceat(y, starts)
+        high = np.maximum.reduceat(y, starts)
+    else:
+        finite = np.isfinite(y)
+        counts = np.add.reduceat(finite.astype(np.int32), starts)
+        sums = np.add.reduceat(np.where(finite, y, 0.0), starts)
+        low = np.minimum.reduceat(np.where(finite, y, np.inf), starts)
+        high = np.maximum.reduceat(np.where(finite, y, -np.inf), starts)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = sums / counts
     none = counts == 0

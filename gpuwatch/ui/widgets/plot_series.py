@@ -34,6 +34,7 @@ class Series:
         self.width = LINE_WIDTH
         self.opts: dict[str, QPen] = {"pen": gpu_pen(index)}
         self._visible = True
+        self._pens: dict[float, QPen] = {}
         self._window: tuple | None = None
         self._data: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -77,31 +78,81 @@ class Series:
     yData = property(lambda self: self.getData()[1])
 
     # what the canvas draws ------------------------------------------------------------
-    def layers(self) -> list[Layer]:
-        """The band (if any) and the line, bottom first."""
+    def band_layer(self) -> Layer | None:
+        if self.ring is None or not self.band:
+            return None
+        fill = QColor(theme.gpu_color(self.index))
+        fill.setAlpha(BAND_ALPHA)
+        return Layer(self.ring, self.column, self.scale, ("band", fill.rgba()),
+                     brush=QBrush(fill))
+
+    def line_layer(self, width: float) -> Layer | None:
         if self.ring is None:
-            return []
-        out = []
-        if self.band:
-            fill = QColor(theme.gpu_color(self.index))
-            fill.setAlpha(BAND_ALPHA)
-            out.append(Layer(self.ring, self.column, self.scale, ("band", fill.rgba()),
-                             brush=QBrush(fill)))
-        color = self.opts["pen"].color().rgba()
-        out.append(Layer(self.ring, self.column, self.scale,
-                         ("line", self.index, self.width, color),
-                         pen=self.opts["pen"], mean=self.mean))
-        return out
+            return None
+        pen = self._pens.get(width)
+        if pen is None:
+            pen = self._pens[width] = gpu_pen(self.index, width)
+        return Layer(self.ring, self.column, self.scale,
+                     ("line", self.index, width, pen.color().rgba()), pen=pen, mean=self.mean)
 
 
-def stacked_layers(series: list[Series], highlight: int | None) -> list[Layer]:
-    """The shown series' layers, bottom first: every band, then the lines, the
-    highlighted GPU's line on top."""
+def stacked_layers(series: list[Series], highlight: int | None
+                   ) -> tuple[list[Layer], list[Layer], list[Layer]]:
+    """The shown series' layers for the three canvases of a plot: the bands under
+    everything, every line (thin), and the highlighted GPU's wide line on top. A new
+    highlight redraws only the first and the last, each a layer or two."""
     shown = [s for s in series if s.isVisible()]
     for s in shown:
         s.set_width(HIGHLIGHT_WIDTH if s.index == highlight else LINE_WIDTH)
-    layers = [layer for s in shown for layer in s.layers()]
-    bands = [layer for layer in layers if layer.brush is not None]
-    lines = [layer for layer in layers if layer.brush is None]
-    lines.sort(key=lambda layer: layer.style[1] == highlight)
-    return bands + lines
+    bands = [s.band_layer() for s in shown]
+    lines = [s.line_layer(LINE_WIDTH) for s in shown]
+    top = [s.line_layer(HIGHLIGHT_WIDTH) for s in shown if s.index == highlight]
+    return tuple([layer for layer in layers if layer is not None]    # type: ignore[return-value]
+                 for layers in (bands, lines, top))
+
+
+class RingLine:
+    """A line through one column of a ring over a window (a process's memory), drawn by
+    a :class:`CurveCanvas`; its decimated points are worked out only when asked."""
+
+    def __init__(self, column: str, pen: QPen) -> None:
+        self.column = column
+        self.pen = pen
+        self.ring: Ring | None = None
+        self.scale = 1.0
+        self._window: tuple | None = None
+        self._data: tuple[np.ndarray, np.ndarray] | None = None
+
+    def setPen(self, pen: QPen) -> None:
+        self.pen = pen
+
+    def show(self, ring: Ring, scale: float, x0: float, x1: float, pixels: int) -> None:
+        self.ring, self.scale = ring, scale
+        window = (id(ring), len(ring), ring.last("timestamp_s"), scale, x0, x1, pixels)
+        if window != self._window:
+            self._window = window
+            self._data = None
+
+    def clear(self) -> None:
+        self.ring = self._window = self._data = None
+
+    def high(self, x0: float) -> float:
+        """The largest value from ``x0`` on (NaN: none), in the line's unit."""
+        if self.ring is None or not len(self.ring):
+            return float("nan")
+        values = self.ring.since(x0, (self.column,))[self.column]
+        return float(np.fmax.reduce(values)) / self.scale if len(values) else float("nan")
+
+    def getData(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._data is None:
+            if self.ring is None or self._window is None:
+                return np.empty(0), np.empty(0)
+            *_, x0, x1, pixels = self._window
+            t, y = ring_slice(self.ring, self.column, x0, x1, self.scale)
+            self._data = minmax_decimate(t, y, max(1, pixels))
+        return self._data
+
+    def layer(self, style: tuple) -> Layer | None:
+        if self.ring is None:
+            return None
+        return Layer(self.ring, self.column, self.scale, style, pen=self.pen)

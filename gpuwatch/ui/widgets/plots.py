@@ -26,7 +26,7 @@ from gpuwatch.core.history import History, Ring
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
 from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.curve_canvas import CurveCanvas, aligned_range, plot_columns
+from gpuwatch.ui.widgets.curve_canvas import PlotCanvases, aligned_range, plot_columns
 from gpuwatch.ui.widgets.gpu_legend import GpuLegend
 from gpuwatch.ui.widgets.plot_items import SpanItem, lost_spans, nearest_line
 from gpuwatch.ui.widgets.plot_lines import MarkLines
@@ -54,6 +54,15 @@ WAITING = "Waiting for the first sample…"
 BW_COLUMN = "estimated_bandwidth_bytes_per_s"
 
 
+def window_rows(ring: Ring, x0: float, x1: float, names: tuple[str, ...]
+                ) -> dict[str, np.ndarray]:
+    """The ring's rows from ``x0`` to ``x1`` (views, no copy where they lie in one piece:
+    a 24 h window is 86,400 rows per GPU)."""
+    rows = ring.since(x0, ("timestamp_s", *names))
+    end = int(np.searchsorted(rows["timestamp_s"], x1, side="right"))
+    return {name: rows[name][:end] for name in names}
+
+
 class TimePlots(QWidget):
     """The two linked plots, their legend, the window buttons and live/pause."""
 
@@ -70,7 +79,7 @@ class TimePlots(QWidget):
         self.focus: int | None = None       # the one GPU shown, or None for all
         self.highlight: int | None = None   # the GPU whose lines are drawn wide
         self.band_mode = False              # bandwidth as mean and band (long windows)
-        self._last_right_s = -np.inf        # the right edge of the window last drawn
+        self._last_drawn_s = -np.inf        # the newest sample's time when last drawn
         self._setting_range = False
         self._mem_curves: dict[int, Series] = {}
         self._bw_curves: dict[int, Series] = {}
@@ -84,16 +93,15 @@ class TimePlots(QWidget):
         self.legend.hovered.connect(lambda i: self.set_highlight(None if i < 0 else i))
         self.legend.clicked.connect(self.focus_requested)
         self._spans = (SpanItem(), SpanItem())
-        self.canvases = (CurveCanvas(), CurveCanvas())      # memory's, bandwidth's curves
-        for plot, spans, canvas in zip((self.memory, self.bandwidth), self._spans,
-                                       self.canvases, strict=True):
+        for plot, spans in zip((self.memory, self.bandwidth), self._spans, strict=True):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
             plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
             plot.addItem(spans, ignoreBounds=True)
-            plot.addItem(canvas, ignoreBounds=True)
             plot.scene().sigMouseMoved.connect(
                 lambda pos, plot=plot: self._hover(plot, pos))
             plot.left_plot.connect(lambda: self.set_highlight(None))
+        # the curves, as image tiles that scroll (memory's, bandwidth's)
+        self.canvases = (PlotCanvases(self.memory), PlotCanvases(self.bandwidth))
         self._bw_range = StickyRange(floor=0.0, min_top=1.0)   # GB/s, where no peak is known
         self._mem_range = StickyRange(floor=0.0, min_top=1.0)  # GiB, where no capacity is
         self._mem_top: float | None = None      # the largest capacity, in the plot's unit
@@ -203,10 +211,10 @@ class TimePlots(QWidget):
             return
         self.highlight = index
         self.legend.set_highlight(index)
-        if self.band_mode and len(self.history.gpus) > 2:
-            self.refresh(force=True)         # the band follows the highlighted GPU
-        else:
-            self._set_layers()
+        many = len(self.history.gpus) > 2
+        for series in self._bw_curves.values():   # with many GPUs the band follows it
+            series.band = series.mean and (series.index in (index, self.focus) or not many)
+        self._set_layers()
 
     def _set_layers(self) -> None:
         for canvas, curves in zip(self.canvases, (self._mem_curves, self._bw_curves),
@@ -251,9 +259,10 @@ class TimePlots(QWidget):
 
     # drawing -------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> None:
-        """Follow the newest sample: in live mode the window moves when it has moved by
-        a whole pixel column (a 24 h window about once a minute), and the canvases draw
-        only the columns that changed; ``force``: draw everything again."""
+        """Follow the newest sample: in live mode the window moves when the newest
+        sample is a pixel column newer than at the last move (a 24 h window about once
+        a minute), by whole columns, and the canvases draw only the columns that
+        changed; ``force``: draw everything again."""
         latest = self.history.latest
         if latest is None:
             return
@@ -265,9 +274,9 @@ class TimePlots(QWidget):
             x0, x1 = aligned_range(now, self.window_s, pixels)
         else:
             (x0, x1), _ = self.memory.getViewBox().viewRange()
-        if not force and self.live and x1 == self._last_right_s:
-            return
-        self._last_right_s = x1
+        if not force and self.live and now - self._last_drawn_s < (x1 - x0) / pixels:
+            return                   # the newest sample would not move it by a column
+        self._last_drawn_s = now
         if force:
             for canvas in self.canvases:
                 canvas.invalidate()
@@ -286,13 +295,15 @@ class TimePlots(QWidget):
             if not shown:
                 continue
             shown_rings.append(ring)
-            t, values = ring_slice(ring, BW_COLUMN, x0, x1, bw_scale)
-            mean = self.band_mode and len(t) > pixels // 2
+            rows = window_rows(ring, x0, x1, (BW_COLUMN, "total_bytes"))
+            values = rows[BW_COLUMN] / bw_scale
+            mean = self.band_mode and len(values) > pixels // 2
             mem.show(ring, mem_scale, x0, x1, pixels, False, False)
             bw.show(ring, bw_scale, x0, x1, pixels, mean,
                     mean and (index in (self.highlight, self.focus) or not many))
             bandwidths.append(values)
-            spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
+            if np.isnan(np.add.reduce(rows["total_bytes"])):     # lost for a while
+                spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
@@ -326,8 +337,6 @@ class TimePlots(QWidget):
 
     def _lost(self, ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
         t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
-        if not np.isnan(total).any():
-            return []
         _, used = ring_slice(ring, "used_bytes", x0, x1, 1.0)
         _, bandwidth = ring_slice(ring, BW_COLUMN, x0, x1, 1.0)
         return lost_spans(t, total, bandwidth, used)
@@ -406,4 +415,4 @@ class TimePlots(QWidget):
         self._bw_range = StickyRange(floor=0.0, min_top=1.0)
         self._mem_range = StickyRange(floor=0.0, min_top=1.0)
         self._mem_data_top = self._bw_top = None
-        self._last_right_s = -np.inf
+        self._last_drawn_s = -np.inf
