@@ -40,6 +40,7 @@ from gpuwatch.ui.live.process_model import (
     BUDGET,
     EXITED,
     HOLDING,
+    LIVE,
     NAME,
     NUMERIC,
     ProcessModel,
@@ -293,6 +294,17 @@ class ProcessTable(QTableView):
                 else:
                     p.fillRect(square, theme.process_color(pid))
             p.setPen(pen)
+            if state == LIVE and not budget_bold:     # most rows: one font, one pen
+                for col, left, room, right in cells:
+                    text = texts[col]
+                    laid = kept.get((text, room, NORMAL))
+                    if laid is None:
+                        draw(p, text, left, room, y, h, right, NORMAL)
+                    else:
+                        static, text_w, text_h = laid
+                        p.drawStaticText(left + room - text_w if right else left,
+                                         y + (h - text_h) // 2, static)
+                continue
             row_style = ITALIC if gone else NORMAL
             if gone:
                 p.setFont(italic)
