@@ -39,6 +39,9 @@ def run_record(args: argparse.Namespace) -> int:
     # a bad --out is refused before any sampling starts (no missing folder is created)
     out_path = check_output_file(args.out, "session file") if args.out else None
     backend = open_backend(options.source_options(args))
+    # neither the printed lines nor the session hold processes' resident sets: they are
+    # read every tenth tick only (the JSON lines give them: there, every tick)
+    backend.set_host_detail(bool(args.json))
     simulated = backend.info.kind is BackendKind.SIMULATED
     duration = args.duration
     if duration is None and simulated:
