@@ -8,11 +8,16 @@ shows) at a time scale, for a wall-clock time, and prints once a minute:
 - ``rss``: the resident set of the process (``VmRSS``), what a user's system monitor shows;
 - ``heap``: bytes glibc's malloc has handed out and not had back (``mallinfo2``
   ``uordblks + hblkhd``): RSS less fragmentation, free lists and mapped libraries;
+- ``free``: bytes malloc holds but has not handed out (``fordblks``): what fragmentation
+  and freed-but-kept memory add to RSS;
 - ``py``: bytes the Python allocator traced (``--tracemalloc`` only: it slows the
   window by a factor of two or more, so those runs are for finding, not for figures);
 - ``hist``: the bytes of the window's history arrays (GPU rings preallocated for a day;
   the processes' rings grow with their rows, up to an hour each);
-- ``rows`` and ``texts``: the process table's rows and laid-out strings it keeps.
+- ``rows`` and ``texts``: the process table's rows and laid-out strings it keeps;
+- with ``--maps``: the resident memory by kind of mapping, to tell malloc's main heap
+  from the threads' arenas (``mallinfo2`` covers the main one only), Python's own
+  arenas and mapped files.
 
 At the end: the growth from the end of ``--warmup`` to the last reading and the slope
 over those readings (MB a minute), and with ``--tracemalloc`` the allocation sites whose
@@ -66,14 +71,39 @@ def rss_bytes() -> int:
     return 0
 
 
-def heap_bytes() -> int | None:
-    """Bytes malloc has handed out (glibc's ``mallinfo2``); None elsewhere."""
+def malloc_bytes() -> tuple[int, int] | None:
+    """(handed out, held free) by malloc (glibc's ``mallinfo2``); None elsewhere."""
     fn = getattr(LIBC, "mallinfo2", None)
     if fn is None:
         return None
     fn.restype = _Mallinfo2
     info = fn()
-    return info.uordblks + info.hblkhd
+    return info.uordblks + info.hblkhd, info.fordblks
+
+
+def rss_by_mapping() -> dict[str, float]:
+    """Resident MB by kind of mapping (``/proc/self/smaps``): the main malloc heap, the
+    threads' malloc arenas (64 MiB reservations, aligned to 64 MiB), other anonymous
+    memory (Python's arenas, large arrays, Qt's images), and files (libraries, fonts)."""
+    kinds = {"brk heap": 0.0, "thread arenas": 0.0, "other anon": 0.0, "files": 0.0}
+    kind = "files"
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            first = line.split(maxsplit=6)
+            if "-" in first[0] and len(first) >= 5 and ":" in first[3]:   # a mapping
+                start = int(first[0].split("-")[0], 16)
+                name = first[5].strip() if len(first) > 5 else ""
+                if name == "[heap]":
+                    kind = "brk heap"
+                elif name.startswith("/"):
+                    kind = "files"
+                elif start % (64 * MB) == 0:       # an arena's used part starts aligned
+                    kind = "thread arenas"
+                else:
+                    kind = "other anon"
+            elif line.startswith("Rss:"):
+                kinds[kind] += int(line.split()[1]) / 1024
+    return kinds
 
 
 def slope_per_minute(points: list[tuple[float, float]]) -> float:
@@ -90,8 +120,9 @@ def slope_per_minute(points: list[tuple[float, float]]) -> float:
 class Readings:
     """The per-minute readings, printed as they come."""
 
-    def __init__(self, traced: bool, warmup_min: float) -> None:
+    def __init__(self, traced: bool, warmup_min: float, maps: bool = False) -> None:
         self.traced = traced
+        self.maps = maps
         self.warmup_min = warmup_min
         self.rows: list[dict[str, float]] = []
         self.t0 = time.monotonic()
@@ -101,9 +132,9 @@ class Readings:
     def read(self) -> None:
         minute = (time.monotonic() - self.t0) / 60
         row = {"min": minute, "rss": rss_bytes() / MB}
-        heap = heap_bytes()
+        heap = malloc_bytes()
         if heap is not None:
-            row["heap"] = heap / MB
+            row["heap"], row["free"] = heap[0] / MB, heap[1] / MB
         if self.traced:
             row["py"] = tracemalloc.get_traced_memory()[0] / MB
         history = getattr(self.window, "history", None)
@@ -117,13 +148,17 @@ class Readings:
         self.rows.append(row)
         parts = [f"{minute:5.1f} min", f"rss {row['rss']:7.1f} MB"]
         if "heap" in row:
-            parts.append(f"heap {row['heap']:7.1f} MB")
+            parts.append(f"heap {row['heap']:7.1f} MB · free {row['free']:5.1f} MB")
         if "py" in row:
             parts.append(f"py {row['py']:7.2f} MB")
         if "hist" in row:
             parts.append(f"hist {row['hist']:6.1f} MB")
         if "rows" in row:
             parts.append(f"rows {row['rows']:4.0f}, texts {row['texts']:5.0f}")
+        if self.maps:
+            kinds = rss_by_mapping()
+            row.update(kinds)
+            parts.append(", ".join(f"{k} {v:.1f}" for k, v in kinds.items()))
         print(" · ".join(parts), flush=True)
         if self.traced and self.warm_snapshot is None and minute >= self.warmup_min - SLACK:
             self.warm_snapshot = tracemalloc.take_snapshot()
@@ -136,7 +171,8 @@ class Readings:
             return
         first, last = after[0], after[-1]
         span = last["min"] - first["min"]
-        for name in ("rss", "heap", "py", "hist"):
+        for name in ("rss", "heap", "free", "py", "hist", "brk heap", "thread arenas",
+                     "other anon", "files"):
             if name in first:
                 slope = slope_per_minute([(r["min"], r[name]) for r in after])
                 print(f"{name:>4}: {first[name]:7.1f} MB at {first['min']:.1f} min, "
@@ -177,6 +213,9 @@ def main() -> None:
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES",
                         help="trace Python allocations with this many frames per traceback")
     parser.add_argument("--top", type=int, default=15, help="allocation sites listed")
+    parser.add_argument("--maps", action="store_true",
+                        help="also the resident MB by kind of mapping (malloc heap, thread "
+                             "arenas, other anonymous memory, files)")
     args = parser.parse_args()
 
     if args.tracemalloc:
@@ -192,7 +231,7 @@ def main() -> None:
           f"{args.scenario} at ×{args.time_scale:g} for {args.minutes:g} min, warm-up "
           f"{args.warmup:g} min", flush=True)
     app = application()
-    readings = Readings(bool(args.tracemalloc), args.warmup)
+    readings = Readings(bool(args.tracemalloc), args.warmup, args.maps)
 
     def size_window() -> None:
         for widget in app.topLevelWidgets():
