@@ -60,3 +60,13 @@ def feed(window: MainWindow, backend: NvmlBackend, times) -> Snapshot:
         window.on_snapshot(snap)
     assert snap is not None
     return snap
+
+
+@pytest.fixture
+def assistive_tool(qapp) -> Iterator[None]:
+    """As when a screen reader listens: widgets keep their accessible descriptions."""
+    from PySide6.QtGui import QAccessible
+
+    QAccessible.setActive(True)
+    yield
+    QAccessible.setActive(False)

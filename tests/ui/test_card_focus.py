@@ -56,7 +56,8 @@ def test_enter_and_space_click_the_focused_card(make_window, scenario, qtbot) ->
     assert got == [0, ALL_GPUS]
 
 
-def test_cards_have_accessible_names_with_their_figures(make_window, scenario, qtbot) -> None:
+def test_cards_have_accessible_names_with_their_figures(make_window, scenario, qtbot,
+                                                         assistive_tool) -> None:
     window, backend = _shown(make_window, scenario, qtbot)
     card = window.cards.cards[0]
     assert card.accessibleName().startswith("GPU 0 ")
@@ -66,6 +67,25 @@ def test_cards_have_accessible_names_with_their_figures(make_window, scenario, q
     before = description
     window.on_snapshot(sample_at(backend, 900))
     assert card.accessibleDescription() != before or card.percent.text() in before
+
+
+def test_card_descriptions_are_worked_out_only_while_an_assistive_tool_listens(
+        make_window, scenario, qtbot) -> None:
+    from PySide6.QtGui import QAccessible
+
+    window, backend = _shown(make_window, scenario, qtbot)
+    card = window.cards.cards[0]
+    assert card.accessibleName().startswith("GPU 0 ")          # names always
+    described: list[str] = []
+    card.setAccessibleDescription = described.append
+    window.on_snapshot(sample_at(backend, 900))
+    assert described == []
+    QAccessible.setActive(True)
+    try:
+        window.on_snapshot(sample_at(backend, 901))             # the next sample has it
+        assert described and card.percent.text() in described[-1]
+    finally:
+        QAccessible.setActive(False)
 
 
 class _Paints(QObject):

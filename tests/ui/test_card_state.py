@@ -57,7 +57,8 @@ def test_budget_headroom_is_in_neutral_words() -> None:
 
 
 def test_set_hint_levels_outlines_badges_and_colours_the_used_figure(make_window, scenario,
-                                                                       qtbot) -> None:
+                                                                       qtbot,
+                                                                       assistive_tool) -> None:
     window = make_window()
     feed(window, scenario("workstation"), [300])
     cards = window.cards
@@ -104,7 +105,7 @@ def test_threshold_ticks_on_the_bar(make_window, scenario, qtbot) -> None:
         assert abs(x - pct / 100 * bar.width()) <= 2.5
 
 
-def test_a_lost_gpu_is_the_loudest_card(make_window, scenario) -> None:
+def test_a_lost_gpu_is_the_loudest_card(make_window, scenario, assistive_tool) -> None:
     window = make_window()
     backend = scenario("faults")
     feed(window, backend, [20, 25, 29])

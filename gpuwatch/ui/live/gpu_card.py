@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF
+from PySide6.QtGui import QAccessible, QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gpuwatch.core.hints import Severity
@@ -414,7 +414,15 @@ class GpuCard(CardFrame):
     # accessibility ------------------------------------------------------------------
     def _describe(self) -> None:
         """Name and description for screen readers (the figures are painted): rebuilt
-        only when a shown text changed."""
+        only when a shown text changed, and the description only while an assistive
+        tool listens (the figures change every sample; one that starts listening gets
+        them on the next)."""
+        name = f"GPU {self.index} {self._name}" + (", focused" if self.selected else "")
+        if name != self.accessibleName():
+            self.setAccessibleName(name)
+        if not QAccessible.isActive():
+            self._described = None
+            return
         state = None
         if self.state is not GpuState.OK:
             state = f"{STATE_WORDS[self.state]}, {self.percent.text()}"
@@ -427,9 +435,6 @@ class GpuCard(CardFrame):
         if key == self._described:
             return
         self._described = key
-        name = f"GPU {self.index} {self._name}" + (", focused" if self.selected else "")
-        if name != self.accessibleName():
-            self.setAccessibleName(name)
         self.setAccessibleDescription(describe(
             name, (*figures, self.used.text(), self.legend.text(), self.vitals.text()),
             state, self._hint_lines))
