@@ -329,7 +329,8 @@ class SessionReader:
 
     def _time_base(self, gpu: int) -> np.ndarray:
         """The times of a GPU's samples in the order they were written: position n is
-        the ``sample`` n of a process_change row (read once per GPU)."""
+        the ``sample`` n of a process_change row. Read once per reader and GPU: in a file
+        being recorded, rows written after that wait for the next reader."""
         base = self._time_bases.get(gpu)
         if base is None:
             data, _ = self._series("gpu_sample", ("t_s",), ("time!",), "WHERE gpu = ?",

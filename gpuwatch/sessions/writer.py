@@ -3,9 +3,12 @@
 GPUs get a row per sample (the session's time base). A process gets a row only when
 something changes: it appears, its memory changes, or it is missing from a listing
 (schema version 2, see :mod:`gpuwatch.sessions.schema`); the reader carries each
-value forward. So a steady sample costs one batched INSERT of the GPU rows and, per
-process, a dictionary look-up and one comparison. Peaks and end times are written back
-at each commit, only for the processes whose peak rose or that left since the last one.
+value forward. Each GPU's listing is kept as lists of pids, start times and bytes, and
+the next one compared with it whole, in C: a steady sample costs one batched INSERT of
+the GPU rows and no Python per process; a listing that differs is walked process by
+process. Peaks and end times are written back at each commit, only for the processes
+whose peak rose or that left since the last one. The writer's memory holds the
+processes listed now and the last ENDED_REMEMBERED that left, whatever the length.
 :class:`gpuwatch.sessions.recorder.Recorder` owns one on its thread.
 """
 
@@ -34,8 +37,6 @@ ENDED_REMEMBERED = 1024
 ProcessKey = tuple[int, int, float | None]      # (gpu, pid, started at)
 
 _INSERT_CHANGE = "INSERT INTO process_change VALUES (?,?,?,?)"
-
-
 _PID, _STARTED, _USED = (operator.itemgetter(ProcessSample._fields.index(f))
                          for f in ("pid", "started_at_s", "used_bytes"))
 _STATE_TEXT = {state: state.value for state in GpuState}
@@ -194,8 +195,7 @@ class SessionWriter:
                     proc.peak = used
                     self._mark_dirty(proc)
             now[key] = proc
-        if len(now) < len(before) or any(key not in now for key in before):
-            left += [proc for key, proc in before.items() if key not in now]
+        left += [proc for key, proc in before.items() if key not in now]
         self._listings[gpu] = _Listing(pids, starts, listed_used, now)
 
     def _list(self, gpu: int, p: ProcessSample, position: int, t: float,
