@@ -83,8 +83,8 @@ class ProcessTable:
         self._last_t = -np.inf         # the latest time written
 
     def _allocate(self, slots: int, width: int) -> None:
-        self.ts = np.full((slots, width), np.nan)
-        self.used = np.full((slots, width), np.nan)
+        self.ts = np.empty((slots, width))          # (read only where written)
+        self.used = np.empty((slots, width))
         self.start = np.zeros(slots, np.int64)
         self.length = np.zeros(slots, np.int64)
         self.changed_s = np.full(slots, -np.inf)
@@ -151,7 +151,11 @@ class ProcessTable:
             return
         kt, kv = t[known], used[known]
         differs = np.flatnonzero(kv != kv[-1])
-        self.changed_s[slot] = kt[differs[-1] + 1] if differs.size else -np.inf
+        if differs.size:      # from the row after the last other value (after its time)
+            last = differs[-1]
+            self.changed_s[slot] = max(kt[last + 1], np.nextafter(kt[last], np.inf))
+        else:
+            self.changed_s[slot] = -np.inf
         self.known_s[slot], self.value[slot] = kt[-1], kv[-1]
 
     def give_back(self, key: ProcessKey) -> Ring:

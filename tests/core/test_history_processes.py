@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gpuwatch.core.history import PROCESS_COLUMNS, History, Ring
@@ -93,6 +93,8 @@ def test_process_rings_read_as_one_ring_per_process(steps, max_processes, capaci
 
 
 @given(_steps, st.integers(1, 12), st.sampled_from([3, 64, 200]))
+@example([([(1, 0), (1, 5)], [], 1.0), ([], [], 1.0), ([(1, None)], [], 1.0)], 1, 3)
+@example([([(1, 0), (1, None), (1, None)], [], 1.0), ([(1, None)], [], 1.0)], 1, 3)
 def test_runs_say_what_the_rows_say(steps, max_processes, capacity):
     for t, history, _reference in _run(steps, max_processes, capacity):
         snap = history.latest
