@@ -20,8 +20,9 @@ Reported for the default 10 min plot window and for the 24 h window, both as it 
 every tick (the worst case, e.g. right after switching windows). Target: a frame under
 16 ms. Beside wall time each line gives the GUI thread's CPU time for the frame, which
 other processes on a shared machine disturb less, and the advisor's share of the slot
-(it runs its rules on every sample). ``--breakdown`` adds where the paint time goes,
-per area of the window; ``--without-advisor`` leaves the advisor's rules out, to see
+(it runs its rules on every sample). ``--breakdown`` adds the time plots' own cost
+(slot and paint, away from the rest of the frame, and a hover) and where the paint time
+goes, per area of the window; ``--without-advisor`` leaves the advisor's rules out, to see
 the window's own cost.
 
 Start-up: a fresh interpreter, from launch to the first painted window with simulated
@@ -339,6 +340,7 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True, freeze: bool
     run("  one processEvents() pass", 600, False, "one pass")
     run("  window.grab() (full repaint)", 600, False, "grab")
     if breakdown:
+        plots_alone(app, window, next_snapshot, reference, ticks)
         window.plots.set_window(600)
         drain(app, counter)
         with PaintBreakdown(app, window) as spy:
@@ -349,6 +351,49 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True, freeze: bool
     print(f"reference workload again, after the runs: {reference_ms():.2f} ms CPU")
     window.close()
     backend.close()
+
+
+def plots_alone(app, window, next_snapshot, reference: float, ticks: int) -> None:
+    """The time plots' own cost per sample, away from the rest of the frame: their
+    slot (``refresh``) and a paint of both plots, GUI-thread CPU; and a hover that
+    highlights another GPU's line (slot and paint)."""
+    plots = window.plots
+    real_refresh = plots.refresh
+
+    def tick(force: bool) -> float:
+        plots.refresh = lambda force=False: None        # the window's own call, skipped
+        try:
+            window.on_snapshot(next_snapshot())
+        finally:
+            plots.refresh = real_refresh
+        app.processEvents()
+        c0 = time.thread_time()
+        real_refresh(force=force)
+        plots.memory.viewport().repaint()
+        plots.bandwidth.viewport().repaint()
+        return (time.thread_time() - c0) * 1e3
+
+    print("time plots alone (slot + a paint of both plots, CPU):")
+    for label, window_s, force in (("10 min", 600, False), ("24 h, painted each tick", 86400,
+                                                           False),
+                                   ("24 h forced redraw", 86400, True)):
+        plots.set_window(window_s)
+        app.processEvents()
+        ms = [tick(force) for _ in range(max(10, ticks // 2))]
+        p95 = sorted(ms)[max(0, int(0.95 * len(ms)) - 1)]
+        print(f"  {label:<26} median {statistics.median(ms):6.2f} ms, p95 {p95:6.2f} ms "
+              f"({statistics.median(ms) / reference:.2f}× reference)")
+    plots.set_window(600)
+    app.processEvents()
+    hover = []
+    for k in range(20):
+        c0 = time.thread_time()
+        plots.set_highlight(k % 8 if k % 2 == 0 else None)
+        plots.memory.viewport().repaint()
+        plots.bandwidth.viewport().repaint()
+        hover.append((time.thread_time() - c0) * 1e3)
+    print(f"  {'hover (highlight a line)':<26} median {statistics.median(hover):6.2f} ms "
+          f"({statistics.median(hover) / reference:.2f}× reference)")
 
 
 CHILD = r"""

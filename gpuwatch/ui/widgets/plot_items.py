@@ -1,12 +1,11 @@
-"""What the time plots draw besides curves: per-GPU pens, min/max bands, lost-GPU spans.
+"""What the time plots draw besides curves: per-GPU pens, lost-GPU spans, the line near the
+mouse.
 
 Eight 1-px lines in eight colours are hard to tell apart (and under colour blindness
 some pairs look alike), so each GPU's line also has its own dash pattern, the same in
 the plots and in the legend. A highlighted line (hovered, or the one GPU in focus) is
 drawn wider and on top.
 
-:class:`BandItem` fills a min/max envelope as one polygon per run of finite samples
-(cheaper than pyqtgraph's ``FillBetweenItem``, which rebuilds two curve paths), and
 :class:`SpanItem` shades spans of time from the top of the view to its bottom, with a
 short label, for the minutes a GPU was lost.
 """
@@ -17,9 +16,8 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.functions as fn
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from gpuwatch.ui.widgets import theme
 
@@ -61,63 +59,6 @@ def finite_runs(mask: np.ndarray) -> list[tuple[int, int]]:
         return []
     edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).astype(np.int8)))
     return [(int(a), int(b)) for a, b in zip(edges[0::2], edges[1::2], strict=True)]
-
-
-class BandItem(pg.GraphicsObject):
-    """A filled min/max envelope over x, as polygons between the gaps (NaN) of the data."""
-
-    def __init__(self, color: QColor, alpha: int = 56) -> None:
-        super().__init__()
-        self._polygons: list[QPolygonF] = []
-        self._rect = QRectF()
-        self.set_color(color, alpha)
-
-    def set_color(self, color: QColor, alpha: int = 56) -> None:
-        fill = QColor(color)
-        fill.setAlpha(alpha)
-        self._brush = pg.mkBrush(fill)
-        self.update()
-
-    def set_band(self, x: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
-        self.prepareGeometryChange()
-        polygons = []
-        if len(x):
-            ok = np.isfinite(low) & np.isfinite(high)
-            for a, b in finite_runs(ok):
-                if b - a < 2:
-                    continue
-                n = b - a
-                poly = fn.create_qpolygonf(2 * n)      # filled in place, no QPointF each
-                points = fn.ndarray_from_qpolygonf(poly)
-                points[:n, 0] = x[a:b]
-                points[:n, 1] = high[a:b]
-                points[n:, 0] = x[a:b][::-1]
-                points[n:, 1] = low[a:b][::-1]
-                polygons.append(poly)
-        self._polygons = polygons
-        if polygons:
-            rect = polygons[0].boundingRect()
-            for poly in polygons[1:]:
-                rect = rect.united(poly.boundingRect())
-            self._rect = rect
-        else:
-            self._rect = QRectF()
-        self.update()
-
-    def clear(self) -> None:
-        if self._polygons:
-            self.set_band(np.empty(0), np.empty(0), np.empty(0))
-
-    def boundingRect(self) -> QRectF:
-        return QRectF(self._rect)
-
-    def paint(self, p: QPainter, *_: Any) -> None:
-        if not self._polygons:
-            return
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(self._brush)
-        for poly in self._polygons:
-            p.drawPolygon(poly)
 
 
 class SpanItem(pg.GraphicsObject):
