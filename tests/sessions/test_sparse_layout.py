@@ -113,6 +113,22 @@ def test_a_steady_process_costs_no_rows(tmp_path):
     assert t.tolist() == list(range(500)) and set(used.tolist()) == {3 * GIB}
 
 
+def test_a_steady_writer_holds_nothing_more_after_each_commit(tmp_path):
+    """What the writer keeps between commits: the processes listed now, nothing else
+    that grows with the number of samples."""
+    from gpuwatch.sessions.writer import SessionWriter
+
+    w = SessionWriter(tmp_path / "s.gpuwatch.sqlite")
+    procs = [proc(pid, 0, (pid % 3 + 1) * GIB) for pid in range(64)]
+    for t in range(300):
+        w.add_snapshot(snapshot(t, gpu(0, procs)))
+        if t % 10 == 9:
+            w.commit()
+            assert (len(w._processes), w._dirty, w._left, w._new_processes) == (64, [], [],
+                                                                                [])
+    w.close(None)
+
+
 def test_a_file_cut_short_reads_up_to_its_last_commit(tmp_path):
     """Killed mid-session: a process unchanged since long before the last commit still
     reads at every committed sample, and its end is the last committed sample."""
