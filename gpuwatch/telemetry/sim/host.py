@@ -26,6 +26,9 @@ class ScenarioHost:
                                | {p.end_s for p in processes if p.end_s is not None})
         self._answers: dict[int, HostProcess] = {}   # the scenario's facts do not change
         self._epoch: float | None = None
+        # A lap of a looping scenario moves the epoch by the scenario's length; a scaled
+        # clock read twice (the time, then the scenario time) moves it by microseconds.
+        self._restart_s = min(1.0, nvml.scenario.duration_s / 2)
         self._last: tuple[float, float, frozenset[int], dict[int, HostProcess]] | None = None
 
     def pid_namespace_isolated(self) -> bool:
@@ -34,8 +37,8 @@ class ScenarioHost:
     def lookup(self, pids: Iterable[int]) -> dict[int, HostProcess]:
         t = self._nvml.scenario_time_s()
         epoch = self._clock.now_s() - t
-        if epoch != self._epoch:      # a looping scenario restarts its processes
-            self._answers.clear()
+        if self._epoch is None or abs(epoch - self._epoch) > self._restart_s:
+            self._answers.clear()     # a looping scenario restarts its processes
             self._epoch = epoch
             self._last = None
         last = self._last
