@@ -301,3 +301,31 @@ def test_a_list_object_handed_back_changed_in_place_is_read_again():
     finally:
         backend.close()
     assert used == [6 * 2**30, 7 * 2**30]
+
+
+class WobblyClock(SteppedClock):
+    """A clock whose "now" and elapsed time are read at slightly different moments, as
+    a scaled clock's are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def now_s(self) -> float:
+        self.reads += 1
+        return super().now_s() + (self.reads % 3) * 2e-5
+
+
+def test_host_answers_survive_clock_wobble_but_not_a_lap():
+    scenario = make_scenario()
+    clock = WobblyClock()
+    lib = SimulatedNvml(scenario, clock, loop=True)
+    host = ScenarioHost(lib, clock)
+    clock.set_elapsed(30.0)
+    first = host.lookup({1001, 1002})
+    clock.set_elapsed(31.0)
+    assert host.lookup({1001, 1002}) is first             # nothing started or ended
+    clock.set_elapsed(30.0 + scenario.duration_s)          # the next lap: started anew
+    lap = host.lookup({1001, 1002})
+    assert lap[1001].started_at_s == pytest.approx(first[1001].started_at_s
+                                                   + scenario.duration_s, abs=1e-3)
