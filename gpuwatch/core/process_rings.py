@@ -113,14 +113,28 @@ class ProcessTable:
             setattr(self, name, grown)
         self.width = new
 
-    def _more_slots(self) -> None:
-        old = len(self.start)
+    def _more_slots(self, needed: int = 1) -> None:
+        """At least ``needed`` free slots (the count doubled as often as it takes)."""
+        old = new = len(self.start)
+        while new - old + len(self.free) < needed:
+            new *= 2
+        if new == old:
+            return
         arrays = {n: getattr(self, n) for n in ("ts", "used", "start", "length", "changed_s",
                                                   "known_s", "value")}
-        self._allocate(2 * old, self.width)
+        self._allocate(new, self.width)
         for name, arr in arrays.items():
             getattr(self, name)[:old] = arr
-        self.free.extend(range(2 * old - 1, old - 1, -1))
+        self.free[:0] = range(new - 1, old - 1, -1)    # (the old free ones are taken first)
+
+    def take_empty(self, keys: list[ProcessKey]) -> None:
+        """Empty slots for ``keys``, all at once (a first sample lists hundreds)."""
+        self._more_slots(len(keys))
+        slots = [self.free.pop() for _ in keys]
+        self.slot_of.update(zip(keys, slots, strict=True))
+        self.start[slots] = self.length[slots] = 0
+        self.changed_s[slots] = self.known_s[slots] = -np.inf
+        self.value[slots] = np.nan
 
     # --- slots ----------------------------------------------------------------------
     def take(self, key: ProcessKey, ring: Ring | None = None) -> int:
@@ -333,9 +347,12 @@ class ProcessRings(MutableMapping):
         for key in self.live:
             if key not in now:
                 self.others[key] = table.give_back(key)
-        for key in keys:
-            if key not in table.slot_of:
-                table.take(key, self.others.pop(key, None))
+        new = [key for key in keys if key not in table.slot_of]
+        back = [key for key in new if key in self.others]
+        for key in back:
+            table.take(key, self.others.pop(key))
+        if len(back) < len(new):
+            table.take_empty([key for key in new if key not in table.slot_of])
         self.live = list(keys)
         self._slots = np.array([table.slot_of[k] for k in keys], dtype=np.intp)
 
