@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+# A process's columns (its time and memory in use); the GPUs' are in ``history``.
+PROCESS_COLUMNS: Mapping[str, type] = {"timestamp_s": np.float64, "used_bytes": np.float64}
+
 
 class Ring:
     """Columns of equal length in a circular buffer; reads come back oldest first."""
