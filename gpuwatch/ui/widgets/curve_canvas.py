@@ -179,7 +179,7 @@ class CurveCanvas(pg.GraphicsObject):
             grid = self._grid      # keep its column width: the view's has rounding noise
         left = view.left() / grid.dt
         return grid, left, device.left() * dpr, QRectF(device.left(), top, device.width(),
-                                                       rows / dpr)
+                                                       device.bottom() - top)
 
     # painting ------------------------------------------------------------------------
     def paint(self, p: QPainter, *_: Any) -> None:
@@ -249,6 +249,7 @@ class PlotCanvases:
     that a hover redraws one or two layers, not every line."""
 
     def __init__(self, plot: pg.PlotWidget) -> None:
+        self.signature: tuple | None = None     # of what the layers were made from
         self.under, self.lines, self.over = CurveCanvas(), CurveCanvas(), CurveCanvas()
         for z, canvas in zip((-10, 0, 10), self.all, strict=True):
             canvas.setZValue(z)
@@ -273,6 +274,10 @@ class PlotCanvases:
     def invalidate(self) -> None:
         for canvas in self.all:
             canvas.invalidate()
+
+    def update(self) -> None:
+        for canvas in self.all:
+            canvas.update()
 
 
 def _runs(tiles: list[int]) -> list[list[int]]:

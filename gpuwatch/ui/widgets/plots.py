@@ -217,10 +217,18 @@ class TimePlots(QWidget):
         self._set_layers()
 
     def _set_layers(self) -> None:
+        """Tell the canvases what to draw (only when that changed: they notice new
+        samples themselves)."""
         for canvas, curves in zip(self.canvases, (self._mem_curves, self._bw_curves),
                                   strict=True):
-            canvas.set_layers(stacked_layers([curves[i] for i in sorted(curves)],
-                                             self.highlight))
+            series = [curves[i] for i in sorted(curves)]
+            signature = (self.highlight, *((s.index, s.isVisible(), s.mean, s.band,
+                                            id(s.ring), s.scale) for s in series))
+            if signature != canvas.signature:
+                canvas.signature = signature
+                canvas.set_layers(stacked_layers(series, self.highlight))
+            else:
+                canvas.update()
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units
