@@ -354,45 +354,35 @@ def bench_update(ticks: int, breakdown: bool, advisor: bool = True, freeze: bool
 
 
 def plots_alone(app, window, next_snapshot, reference: float, ticks: int) -> None:
-    """The time plots' own cost per sample, away from the rest of the frame: their
-    slot (``refresh``) and a paint of both plots, GUI-thread CPU; and a hover that
-    highlights another GPU's line (slot and paint)."""
-    plots = window.plots
-    real_refresh = plots.refresh
+    """The time plots' own cost, away from the rest of the frame (GUI-thread CPU): their
+    slot (``refresh``) and a paint of both plots per sample, and a hover."""
+    plots, real_refresh = window.plots, window.plots.refresh
 
-    def tick(force: bool) -> float:
-        plots.refresh = lambda force=False: None        # the window's own call, skipped
-        try:
-            window.on_snapshot(next_snapshot())
-        finally:
-            plots.refresh = real_refresh
-        app.processEvents()
+    def timed(action) -> float:
         c0 = time.thread_time()
-        real_refresh(force=force)
+        action()
         plots.memory.viewport().repaint()
         plots.bandwidth.viewport().repaint()
         return (time.thread_time() - c0) * 1e3
 
+    def tick(force: bool) -> float:
+        plots.refresh = lambda force=False: None        # the window's own call, skipped
+        window.on_snapshot(next_snapshot())
+        plots.refresh = real_refresh
+        app.processEvents()
+        return timed(lambda: real_refresh(force=force))
+
     print("time plots alone (slot + a paint of both plots, CPU):")
     for label, window_s, force in (("10 min", 600, False), ("24 h, painted each tick", 86400,
-                                                           False),
-                                   ("24 h forced redraw", 86400, True)):
+                                   False), ("24 h forced redraw", 86400, True)):
         plots.set_window(window_s)
         app.processEvents()
         ms = [tick(force) for _ in range(max(10, ticks // 2))]
-        p95 = sorted(ms)[max(0, int(0.95 * len(ms)) - 1)]
-        print(f"  {label:<26} median {statistics.median(ms):6.2f} ms, p95 {p95:6.2f} ms "
-              f"({statistics.median(ms) / reference:.2f}× reference)")
+        print(f"  {label:<26} {stats(ms)} ({statistics.median(ms) / reference:.2f}× reference)")
     plots.set_window(600)
-    app.processEvents()
-    hover = []
-    for k in range(20):
-        c0 = time.thread_time()
-        plots.set_highlight(k % 8 if k % 2 == 0 else None)
-        plots.memory.viewport().repaint()
-        plots.bandwidth.viewport().repaint()
-        hover.append((time.thread_time() - c0) * 1e3)
-    print(f"  {'hover (highlight a line)':<26} median {statistics.median(hover):6.2f} ms "
+    hover = [timed(lambda k=k: plots.set_highlight(k % 8 if k % 2 == 0 else None))
+             for k in range(20)]
+    print(f"  {'hover (highlight a line)':<26} {stats(hover)} "
           f"({statistics.median(hover) / reference:.2f}× reference)")
 
 
