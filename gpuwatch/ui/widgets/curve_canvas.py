@@ -226,7 +226,7 @@ class CurveCanvas(pg.GraphicsObject):
         for tile in tiles:
             image = QImage(TILE, grid.rows, QImage.Format.Format_ARGB32_Premultiplied)
             image.setDevicePixelRatio(grid.dpr)
-            image.fill(0)
+            image.fill(Qt.GlobalColor.transparent)
             images[tile] = image
         painters = {tile: _tile_painter(images[tile]) for tile in tiles}
         c0, c1 = min(tiles) * TILE - MARGIN, (max(tiles) + 1) * TILE + MARGIN
