@@ -391,16 +391,33 @@ def _draw_part(p: QPainter, layer: Layer, grid: Grid, points: tuple[np.ndarray, 
         if np.isfinite(ys[0]):
             p.drawPoint(QPointF(float(xs[0]), float(ys[0])))
         return
-    p.drawPath(fn.arrayToQPath(xs, ys, connect="finite"))
+    # a polyline per run of finite points (a lone point between gaps draws nothing, as
+    # in pyqtgraph's connect="finite"): cheaper than building a QPainterPath
+    finite = np.isfinite(ys)
+    runs = [(0, len(ys))] if finite.all() else _finite_runs(finite)
+    for a, b in runs:
+        if b - a >= 2:
+            p.drawPolyline(_polygon(xs[a:b], ys[a:b]))
+
+
+def _finite_runs(ok: np.ndarray) -> list[tuple[int, int]]:
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], ok.astype(np.int8), [0]))))
+    return list(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def _polygon(x: np.ndarray, y: np.ndarray) -> Any:
+    poly = fn.create_qpolygonf(len(x))          # filled in place, no QPointF each
+    points = fn.ndarray_from_qpolygonf(poly)
+    points[:, 0] = x
+    points[:, 1] = y
+    return poly
 
 
 def _draw_band(p: QPainter, brush: QBrush, x: np.ndarray, low: np.ndarray,
                high: np.ndarray) -> None:
-    ok = np.isfinite(low) & np.isfinite(high)
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], ok.astype(np.int8), [0]))))
     p.setPen(Qt.PenStyle.NoPen)
     p.setBrush(brush)
-    for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
+    for a, b in _finite_runs(np.isfinite(low) & np.isfinite(high)):
         if b - a < 2:
             continue
         n = b - a
