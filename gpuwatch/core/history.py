@@ -124,7 +124,8 @@ class History:
             if g.processes:
                 listing.append((g.index, [p.pid for p in g.processes]))
                 values += [p.used_bytes for p in g.processes]
-        self.processes.append(t, listing, values)
+        self.processes.append(t, listing, values, lambda: {
+            (g.index, p.pid): p.started_at_s for g in snapshot.gpus for p in g.processes})
         self.latest = self._appended = snapshot
 
     def extend(self, snapshots: Iterable[Snapshot]) -> None:

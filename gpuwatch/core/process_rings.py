@@ -7,7 +7,9 @@ process is written with a few array operations, and the advisor can test all of 
 GPU's processes at once (:class:`ProcessRuns`). A process missing from a snapshot has
 its rows moved out to a separate :class:`~gpuwatch.core.history.Ring` of the size it
 would have grown to on its own (so memory stays what it was for the many short-lived
-processes of a shared box); one that comes back is moved in again.
+processes of a shared box); one that comes back is moved in again. A pid listed again
+for another process (another start time) is that process's: it starts a ring of its
+own, so a box whose pids come round again does not grow every ring to its bound.
 
 Besides its rows, each process's row of the table keeps when its memory last changed
 (``changed_s``: every known value from then on equals ``value``), when its memory was
@@ -18,7 +20,7 @@ window that its memory has been flat.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
@@ -266,6 +268,7 @@ class ProcessRings(MutableMapping):
         self._values: list[float | None] | None = None
         self._array: np.ndarray | None = None              # ``_values`` as float64
         self.newest_s = -np.inf                            # the last append's time
+        self._started: dict[ProcessKey, float] = {}       # start time of each key's process
 
     # --- Mapping ------------------------------------------------------------------
     def __getitem__(self, key: ProcessKey) -> Ring:
@@ -315,15 +318,19 @@ class ProcessRings(MutableMapping):
 
     # --- a snapshot's processes -----------------------------------------------------
     def append(self, t: float, listing: list[tuple[int, list[int]]],
-               values: list[float | None]) -> None:
+               values: list[float | None],
+               started_of: Callable[[], Mapping[ProcessKey, float | None]] | None = None
+               ) -> None:
         """One row for each process of ``listing`` (each GPU's pids, in snapshot order;
-        ``values`` their memory, in the same order)."""
+        ``values`` their memory, in the same order). ``started_of`` gives the processes'
+        start times, asked only when someone new is listed: a pid back with another
+        start is another process, and starts a ring of its own."""
         if listing != self._listing:
             keys = [(index, pid) for index, pids in listing for pid in pids]
             if len(set(keys)) < len(keys):
-                self._append_with_repeats(t, keys, values)
+                self._append_with_repeats(t, keys, values, started_of)
                 return
-            self._relist(keys)
+            self._relist(keys, started_of)
             self._listing = listing
             self.pids_by_gpu = dict(listing)
             self.by_gpu, first = {}, 0
@@ -341,14 +348,28 @@ class ProcessRings(MutableMapping):
             self.table.write(self._slots, t, self._array, same)   # type: ignore[arg-type]
         self._evict()
 
-    def _relist(self, keys: list[ProcessKey]) -> None:
+    def _relist(self, keys: list[ProcessKey],
+                started_of: Callable[[], Mapping[ProcessKey, float | None]] | None = None
+                ) -> None:
         """The table holds ``keys`` from now on: rows of processes gone are moved out
-        (least recently seen first), those back moved in."""
+        (least recently seen first), those back moved in; a pid listed again for
+        another process (another start) starts afresh."""
         table, now = self.table, set(keys)
         for key in self.live:
             if key not in now:
                 self.others[key] = table.give_back(key)
         new = [key for key in keys if key not in table.slot_of]
+        if new and started_of is not None:
+            starts, known = started_of(), self._started
+            for key in new:
+                start = starts.get(key)
+                if start is None:
+                    continue
+                if key in self.others and known.get(key) not in (None, start):
+                    del self.others[key]          # another process with that pid
+                known[key] = start
+            if len(known) > 2 * self.max_processes:   # forget the long gone
+                self._started = {k: v for k, v in known.items() if k in self}
         back = [key for key in new if key in self.others]
         for key in back:
             table.take(key, self.others.pop(key))
@@ -358,11 +379,13 @@ class ProcessRings(MutableMapping):
         self._slots = np.array([table.slot_of[k] for k in keys], dtype=np.intp)
 
     def _append_with_repeats(self, t: float, keys: list[ProcessKey],
-                             values: list[float | None]) -> None:
+                             values: list[float | None],
+                             started_of: Callable[[], Mapping[ProcessKey, float | None]]
+                             | None = None) -> None:
         """A snapshot listing a process twice: its rows are written in turn, and it
         counts as seen where it was last listed."""
         order = list(dict.fromkeys(reversed(keys)))[::-1]
-        self._relist(order)
+        self._relist(order, started_of)
         self._unaligned()
         passes: list[tuple[list[int], list[float | None]]] = []
         count: dict[ProcessKey, int] = {}

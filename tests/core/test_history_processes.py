@@ -155,3 +155,53 @@ def test_a_ring_given_to_the_history_is_kept_as_given():
     assert history.process(0, 9).column("used_bytes").tolist() == [3.0, 4.0]
     del history.processes[(0, 9)]
     assert history.process(0, 9) is None and len(history.processes) == 0
+
+
+def _started(t: float, gpus: list[tuple[int, list[tuple[int, int, float | None]]]]) -> Snapshot:
+    return Snapshot(t, BACKEND, tuple(
+        GpuSample(index, None, "g", GpuState.OK, MemoryInfo(1000, 10, None, None),
+                  processes=tuple(ProcessSample(pid, index, used, started_at_s=start)
+                                  for pid, used, start in procs))
+        for index, procs in gpus))
+
+
+def test_a_pid_back_for_another_process_starts_a_ring_of_its_own():
+    """A box whose pids come round again (short jobs) must not grow the old ring of a
+    pid for every process that takes it; one missing from a listing is the same."""
+    history = History(capacity=100)
+    for t in range(3):
+        history.append(_started(float(t), [(0, [(1, 10, 100.0), (2, 20, 50.0)])]))
+    history.append(_started(3.0, [(0, [(2, 20, 50.0)])]))                  # 1 ends
+    history.append(_started(4.0, [(0, [(2, 20, 50.0), (1, 99, 103.5)])]))  # a new 1
+    assert history.process(0, 1).column("timestamp_s").tolist() == [4.0]
+    assert history.process(0, 1).column("used_bytes").tolist() == [99]
+    history.append(_started(5.0, [(0, [(1, 98, 103.5)])]))                 # 2 missed once
+    history.append(_started(6.0, [(0, [(1, 98, 103.5), (2, 21, 50.0)])]))  # the same 2
+    assert history.process(0, 2).column("timestamp_s").tolist() == [0, 1, 2, 3, 4, 6]
+    history.append(_started(7.0, [(0, [(1, 98, 103.5)])]))
+    history.append(_started(8.0, [(0, [(1, 98, 103.5), (2, 22, None)])]))  # start unknown
+    assert len(history.process(0, 2)) == 7                                  # taken as the same
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(1, 4), st.sampled_from([1, 2]),
+                                  st.sampled_from([10.0, 20.0, None])),
+                        max_size=4, unique_by=lambda p: p[0]),
+                min_size=1, max_size=40))
+def test_each_ring_holds_the_rows_of_one_process_since_its_pid_was_taken(steps):
+    """Whatever the listings: a pid's ring holds exactly the rows since it was last
+    listed anew with another known start than before."""
+    history = History(capacity=200)
+    rows: dict[int, list[float]] = {}
+    start_of: dict[int, float] = {}
+    listed: set[int] = set()
+    for t, procs in enumerate(steps):
+        history.append(_started(float(t), [(0, procs)]))
+        for pid, _used, start in procs:
+            if pid not in listed and start is not None:
+                if start_of.get(pid, start) != start:
+                    rows[pid] = []
+                start_of[pid] = start
+            rows.setdefault(pid, []).append(float(t))
+        listed = {pid for pid, _, _ in procs}
+    for pid, times in rows.items():
+        assert history.process(0, pid).column("timestamp_s").tolist() == times
