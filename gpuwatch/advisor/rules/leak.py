@@ -45,8 +45,8 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
     if t.size < 8:
         return None
     q = t.size // 4    # cheapest test first: a leak lifts the floor of the last quarter
-    with np.errstate(invalid="ignore"):
-        lift = np.nanmin(used[-q:]) - np.nanmin(used[:q]) if q else np.nan
+    # fmin skips NaN like nanmin, and gives NaN for a quarter all unknown without a warning
+    lift = np.fmin.reduce(used[-q:]) - np.fmin.reduce(used[:q]) if q else np.nan
     if not lift >= 0.25 * s.leak_min_rate_bytes_per_s * float(t[-1] - t[0]):
         return None
     bt, by = bucket_extremes(t, used, s.leak_bucket_s, "min")
