@@ -63,10 +63,8 @@ def feed(window: MainWindow, backend: NvmlBackend, times) -> Snapshot:
 
 
 @pytest.fixture
-def assistive_tool(qapp) -> Iterator[None]:
-    """As when a screen reader listens: widgets keep their accessible descriptions."""
-    from PySide6.QtGui import QAccessible
+def assistive_tool(qapp, monkeypatch) -> None:
+    """As when a screen reader listens: cards keep their accessible descriptions."""
+    from gpuwatch.ui.live import gpu_card
 
-    QAccessible.setActive(True)
-    yield
-    QAccessible.setActive(False)
+    monkeypatch.setattr(gpu_card, "assistive_tool_listens", lambda: True)

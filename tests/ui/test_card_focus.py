@@ -70,8 +70,8 @@ def test_cards_have_accessible_names_with_their_figures(make_window, scenario, q
 
 
 def test_card_descriptions_are_worked_out_only_while_an_assistive_tool_listens(
-        make_window, scenario, qtbot) -> None:
-    from PySide6.QtGui import QAccessible
+        make_window, scenario, qtbot, monkeypatch) -> None:
+    from gpuwatch.ui.live import gpu_card
 
     window, backend = _shown(make_window, scenario, qtbot)
     card = window.cards.cards[0]
@@ -80,12 +80,9 @@ def test_card_descriptions_are_worked_out_only_while_an_assistive_tool_listens(
     card.setAccessibleDescription = described.append
     window.on_snapshot(sample_at(backend, 900))
     assert described == []
-    QAccessible.setActive(True)
-    try:
-        window.on_snapshot(sample_at(backend, 901))             # the next sample has it
-        assert described and card.percent.text() in described[-1]
-    finally:
-        QAccessible.setActive(False)
+    monkeypatch.setattr(gpu_card, "assistive_tool_listens", lambda: True)
+    window.on_snapshot(sample_at(backend, 901))                 # the next sample has it
+    assert described and card.percent.text() in described[-1]
 
 
 class _Paints(QObject):

@@ -59,6 +59,11 @@ class _Label(QLabel):
             self.setToolTip(tooltip)
 
 
+def assistive_tool_listens() -> bool:
+    """Whether a screen reader or another assistive tool is connected."""
+    return QAccessible.isActive()
+
+
 class GpuCard(CardFrame):
     COMPACT_BELOW = 360     # px wide: the metrics in their short forms
 
@@ -420,7 +425,7 @@ class GpuCard(CardFrame):
         name = f"GPU {self.index} {self._name}" + (", focused" if self.selected else "")
         if name != self.accessibleName():
             self.setAccessibleName(name)
-        if not QAccessible.isActive():
+        if not assistive_tool_listens():
             self._described = None
             return
         state = None
