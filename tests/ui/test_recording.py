@@ -9,8 +9,10 @@ import time
 import pytest
 from conftest import sample_at
 
+from gpuwatch.core.units import format_bytes
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.reader import SessionReader
+from gpuwatch.ui.sessions import recording
 from gpuwatch.ui.sessions.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
 
@@ -39,6 +41,37 @@ def test_records_by_default_and_the_reader_opens_it(make_window, scenario):
         assert info.samples == 30
         assert info.ended_at_s is not None and info.duration_s == pytest.approx(29, abs=0.01)
         assert len(r.gpus()) == 2
+
+
+def test_the_file_size_follows_the_samples_while_the_label_is_seen(
+        make_window, scenario, qtbot, monkeypatch):
+    """The size is refreshed by the samples, every SIZE_REFRESH_MS at most, and not while
+    the window is out of sight (no timer of its own wakes a window in the tray)."""
+    clock, size = [100.0], [5 * 1024 * 1024]
+    monkeypatch.setattr(recording.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(recording, "file_size", lambda path: size[0])
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    rec = RecordingController(window, 1.0)
+    backend = scenario("workstation")
+
+    def sample_later(seconds: float, t: float) -> str:
+        clock[0] += seconds
+        size[0] += 1024 * 1024
+        feed_both(window, rec, backend, [t])
+        return rec.label.text()
+
+    first = sample_later(0, 0)
+    assert first == f"● Recording · {format_bytes(size[0])}"
+    assert sample_later(1.0, 1) == first                  # not yet due
+    assert sample_later(1.0, 2) == f"● Recording · {format_bytes(size[0])}"
+    window.hide()
+    hidden = rec.label.text()
+    assert sample_later(5.0, 3) == hidden                 # out of sight: left alone
+    window.show()
+    assert sample_later(1.0, 4) == f"● Recording · {format_bytes(size[0])}"
+    rec.close()
 
 
 def test_pause_and_resume(make_window, scenario, qtbot):

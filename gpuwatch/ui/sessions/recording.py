@@ -14,11 +14,12 @@ on a worker thread; the session being recorded is never touched.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMenu, QWidget
 
@@ -86,6 +87,7 @@ class RecordingController(QObject):
         self._kind: BackendKind | None = None
         self._pruned_once = False
         self.browser: QWidget | None = None
+        self._size_shown_at = -math.inf       # monotonic time the file size was last shown
 
         self.label = QLabel()
         self.label.setToolTip("Session recording — Sessions menu to pause or browse")
@@ -101,10 +103,6 @@ class RecordingController(QObject):
         menu.addAction(self.pause_action)
         window.addAction(self.browse_action)     # the shortcut works with the menu closed
 
-        self._timer = QTimer(self)
-        self._timer.setInterval(SIZE_REFRESH_MS)
-        self._timer.timeout.connect(self._update_label)
-        self._timer.start()
         self._recorder_failed.connect(self._on_failed)
         self._pruned.connect(self._on_pruned)
         if hasattr(window, "closing"):
@@ -149,6 +147,7 @@ class RecordingController(QObject):
         assert self.recorder is not None
         for snap in snaps:
             self.recorder.add_snapshot(snap)
+        self._refresh_size()
 
     def on_snapshot(self, snap: Snapshot) -> None:
         self.on_snapshots([snap])
@@ -222,7 +221,6 @@ class RecordingController(QObject):
         """End the session (sets its end time). Safe to call more than once."""
         self._close_recorder()
         self.closed = True
-        self._timer.stop()
         self._update_label()
 
     def _close_recorder(self) -> None:
@@ -283,6 +281,15 @@ class RecordingController(QObject):
         if self.recorder is None:
             return "● Recording"
         return f"● Recording · {format_bytes(file_size(self.path))}"
+
+    def _refresh_size(self) -> None:
+        """Show the file's growing size, at most every ``SIZE_REFRESH_MS`` and only while
+        the label can be seen: driven by the samples rather than a timer of its own, so
+        the window repaints once a sample and a window in the tray is never woken."""
+        now = time.monotonic()
+        if now - self._size_shown_at >= SIZE_REFRESH_MS / 1000 and self.label.isVisible():
+            self._size_shown_at = now
+            self._update_label()
 
     def _update_label(self) -> None:
         text = self.label_text()
