@@ -30,7 +30,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QImage, QPainter, QPen
 
 from gpuwatch.core.history import Ring
-from gpuwatch.ui.widgets.decimate import bucket_band, bucket_minmax
+from gpuwatch.ui.widgets.tile_points import layers_points
 
 TILE = 64      # pixel columns per tile
 MARGIN = 3     # columns a tile reads either side: lines into it, a wide pen's spill
@@ -51,10 +51,16 @@ class Layer:
     brush: QBrush | None = None
     mean: bool = False
     key: tuple = field(init=False)
+    dash: tuple[float, float] | None = field(init=False)   # (period, pen width) if dashed
 
     def __post_init__(self) -> None:
         self.key = (id(self.ring), self.column, self.scale, self.mean,
                     self.brush is not None, self.style)
+        pen = self.pen
+        self.dash = None
+        if pen is not None and pen.style() == Qt.PenStyle.CustomDashLine:
+            width = max(1.0, pen.widthF())
+            self.dash = (sum(pen.dashPattern()) * width, width)
 
     @property
     def bucket_columns(self) -> int:
@@ -230,13 +236,18 @@ class CurveCanvas(pg.GraphicsObject):
             images[tile] = image
         painters = {tile: _tile_painter(images[tile]) for tile in tiles}
         c0, c1 = min(tiles) * TILE - MARGIN, (max(tiles) + 1) * TILE + MARGIN
+        spans: dict[tuple[int, int], tuple[int, int, np.ndarray]] = {}
         try:
-            for layer in self.layers:
-                points = _layer_points(layer, grid, c0, c1)
+            for layer, points in zip(self.layers, layers_points(self.layers, grid, c0, c1),
+                                     strict=True):
                 if points is None:
                     continue
+                x = points[0]      # shared by the layers read together: cut once a tile
                 for tile in tiles:
-                    _draw_part(painters[tile], layer, grid, points, tile * TILE)
+                    span = spans.get((id(x), tile))
+                    if span is None:
+                        span = spans[(id(x), tile)] = _tile_span(x, tile * TILE)
+                    _draw_part(painters[tile], layer, points, span)
         finally:
             for painter in painters.values():
                 painter.end()
@@ -295,83 +306,25 @@ def _tile_painter(image: QImage) -> QPainter:
     p = QPainter(image)
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     p.scale(1 / image.devicePixelRatio(), 1 / image.devicePixelRatio())  # device pixels
+    p.setBrush(Qt.BrushStyle.NoBrush)      # lines are not filled (a band sets its own)
     return p
 
 
-def _layer_points(layer: Layer, grid: Grid, c0: int, c1: int
-                  ) -> tuple[np.ndarray, ...] | None:
-    """(x in columns, then y rows: the line, or low and high of the band) of the layer's
-    buckets from column ``c0`` to ``c1``, with the whole bucket either side."""
-    ring = layer.ring
-    n = len(ring)
-    if n == 0:
-        return None
-    width = grid.dt * layer.bucket_columns
-    t, values = _read(ring, layer.column, c0 * grid.dt, c1 * grid.dt, width)
-    if not len(t):
-        return None
-    values = values / layer.scale
-    if layer.brush is not None or layer.mean:
-        mid, mean, low, high = bucket_band(t, values, width)
-        x = mid / grid.dt
-        if layer.brush is not None:
-            return x, _rows(low, grid), _rows(high, grid)
-        return x, _rows(mean, grid)
-    x, y = bucket_minmax(t, values, width)
-    return x / grid.dt, _rows(y, grid)
+def _tile_span(x: np.ndarray, start: int) -> tuple[int, int, np.ndarray]:
+    """(first, end, their x from the tile's left edge) of the points that reach columns
+    ``start`` to ``start + TILE`` (with the margin, and one point either side)."""
+    i = max(0, int(x.searchsorted(start - MARGIN, side="left")) - 1)
+    j = min(len(x), int(x.searchsorted(start + TILE + MARGIN, side="right")) + 1)
+    return i, j, x[i:j] - start
 
 
-def _rows(values: np.ndarray, grid: Grid) -> np.ndarray:
-    return (grid.y_top - values) / grid.y_per_px + grid.frac_y
-
-
-def _edge(t: float, width: float) -> float:
-    """The start of the bucket holding time ``t``, as ``bucket_starts`` cuts them."""
-    k = math.floor(t / width)
-    if t < k * width:
-        k -= 1
-    elif t >= (k + 1) * width:
-        k += 1
-    return k * width
-
-
-def _read(ring: Ring, column: str, t0: float, t1: float, width: float
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """The samples from ``t0`` to ``t1`` in whole buckets, with a whole bucket more
-    either side of the ones holding the samples just outside: whichever span asks,
-    a bucket gets all its samples, and the points next to the span are there."""
-    reach = 4 * width
-    while True:
-        rows = ring.since(t0 - reach, ("timestamp_s", column))
-        t = rows["timestamp_s"]
-        whole = len(t) == len(ring)
-        i = int(np.searchsorted(t, t0, side="left")) - 1          # the sample before t0
-        j = -1 if i < 0 else int(np.searchsorted(t, _edge(t[i], width), side="left")) - 1
-        if j >= 0 or whole:
-            break
-        reach *= 8          # the samples before t0 lie further back (a gap, a pause)
-    if j >= 0:
-        start = int(np.searchsorted(t, _edge(t[j], width), side="left"))
-        rows = {name: values[start:] for name, values in rows.items()}
-    t = rows["timestamp_s"]
-    end = int(np.searchsorted(t, t1, side="right"))               # the sample after t1
-    if end < len(t):
-        end = int(np.searchsorted(t, _edge(t[end], width) + width, side="left"))
-    if end < len(t):
-        end = int(np.searchsorted(t, _edge(t[end], width) + width, side="left"))
-    return np.array(t[:end]), np.array(rows[column][:end])
-
-
-def _draw_part(p: QPainter, layer: Layer, grid: Grid, points: tuple[np.ndarray, ...],
-               start: int) -> None:
-    """Draw the layer's points that reach columns ``start`` to ``start + TILE`` (with
-    the margin, and one point either side) into the tile painted by ``p``."""
-    x = points[0]
-    i = max(0, int(np.searchsorted(x, start - MARGIN, side="left")) - 1)
-    j = min(len(x), int(np.searchsorted(x, start + TILE + MARGIN, side="right")) + 1)
+def _draw_part(p: QPainter, layer: Layer, points: tuple[np.ndarray, ...],
+               span: tuple[int, int, np.ndarray]) -> None:
+    """Draw the layer's points of ``span`` (see ``_tile_span``) into the tile painted by
+    ``p``."""
+    i, j, xs = span
     if j - i < 1:
         return
-    xs = x[i:j] - start
     if layer.brush is not None:
         _draw_band(p, layer.brush, xs, points[1][i:j], points[2][i:j])
         return
@@ -379,23 +332,21 @@ def _draw_part(p: QPainter, layer: Layer, grid: Grid, points: tuple[np.ndarray, 
     pen = layer.pen
     if pen is None:
         return
-    dashes = pen.dashPattern() if pen.style() == Qt.PenStyle.CustomDashLine else []
-    if dashes:   # the dash phase follows the absolute column, so tiles join up
+    if layer.dash is not None:   # the dash phase follows the absolute column: tiles join up
+        period, width = layer.dash
         pen = QPen(pen)
-        width = max(1.0, pen.widthF())
-        period = sum(dashes) * width
-        pen.setDashOffset((float(x[i]) % period) / width)
+        pen.setDashOffset((float(points[0][i]) % period) / width)
     p.setPen(pen)
-    p.setBrush(Qt.BrushStyle.NoBrush)
     if j - i == 1:
-        if np.isfinite(ys[0]):
+        if math.isfinite(ys[0]):
             p.drawPoint(QPointF(float(xs[0]), float(ys[0])))
         return
     # a polyline per run of finite points (a lone point between gaps draws nothing, as
     # in pyqtgraph's connect="finite"): cheaper than building a QPainterPath
-    finite = np.isfinite(ys)
-    runs = [(0, len(ys))] if finite.all() else _finite_runs(finite)
-    for a, b in runs:
+    if np.isfinite(np.add.reduce(ys)):
+        p.drawPolyline(_polygon(xs, ys))
+        return
+    for a, b in _finite_runs(np.isfinite(ys)):
         if b - a >= 2:
             p.drawPolyline(_polygon(xs[a:b], ys[a:b]))
 

@@ -125,46 +125,52 @@ def bucket_minmax(t: np.ndarray, y: np.ndarray, width: float, origin: float = 0.
     """Two points per time bucket (see ``bucket_starts``): its first and last sample's
     times, with its minimum and maximum of ``y`` in the order they happened. A bucket of
     one or two samples keeps them as they are (its gaps too); a longer one ignores NaN
-    unless it has nothing else (a loss shorter than a bucket is not drawn)."""
+    unless it has nothing else (a loss shorter than a bucket is not drawn).
+
+    ``y`` may hold several series over the same times as rows (shape ``(lines, n)``):
+    each row comes out as it would alone, for the cost of one."""
     n = len(t)
     _, starts = bucket_starts(t, width, origin)
     if not n:
-        return np.empty(0), np.empty(0)
+        return np.empty(0), np.empty((*y.shape[:-1], 0))
     ends = np.append(starts[1:], n)          # exclusive
     last = ends - 1
     out_x = np.empty(2 * len(starts))
-    out_y = np.empty(2 * len(starts))
+    out_y = np.empty((*y.shape[:-1], 2 * len(starts)))
     out_x[0::2] = t[starts]
     out_x[1::2] = t[last]
-    out_y[0::2] = y[starts]
-    out_y[1::2] = y[last]
+    out_y[..., 0::2] = y[..., starts]
+    out_y[..., 1::2] = y[..., last]
     counts = ends - starts
     long = np.flatnonzero(counts > 2)
     if len(long):
         first_max, low, high = _ordered_extremes(y, starts[long], counts[long])
-        out_y[2 * long] = np.where(first_max, high, low)
-        out_y[2 * long + 1] = np.where(first_max, low, high)
+        out_y[..., 2 * long] = np.where(first_max, high, low)
+        out_y[..., 2 * long + 1] = np.where(first_max, low, high)
     return out_x, out_y
 
 
 def _ordered_extremes(y: np.ndarray, starts: np.ndarray, counts: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(maximum came first, minimum, maximum) of the runs ``y[start:start + count]``,
+    """(maximum came first, minimum, maximum) of the runs ``y[..., start:start + count]``,
     NaN ignored (both NaN where a run has nothing else). The runs are read as rows of
     one padded array (a run's last sample repeated, which moves no extreme), unless
     their lengths differ so much that the padding would cost more than the data."""
     m = int(counts.max())
+    if y.ndim > 1 and len(counts) * m > 4 * int(counts.sum()) + 64:
+        rows = [_ordered_extremes(row, starts, counts) for row in y]
+        return tuple(np.stack(parts) for parts in zip(*rows, strict=True))  # type: ignore
     if len(counts) * m <= 4 * int(counts.sum()) + 64:
         index = np.minimum(starts[:, None] + np.arange(m), (starts + counts - 1)[:, None])
-        rows = y[index]
+        rows = y[..., index]
         if np.isnan(np.add.reduce(rows, axis=None)):
             low_rows = np.where(np.isnan(rows), np.inf, rows)
             high_rows = np.where(np.isnan(rows), -np.inf, rows)
         else:                                  # the usual case: no copies
             low_rows = high_rows = rows
-        at_min, at_max = low_rows.argmin(axis=1), high_rows.argmax(axis=1)
-        picked = np.arange(len(counts))
-        low, high = low_rows[picked, at_min], high_rows[picked, at_max]
+        at_min, at_max = low_rows.argmin(axis=-1), high_rows.argmax(axis=-1)
+        low = np.take_along_axis(low_rows, at_min[..., None], axis=-1)[..., 0]
+        high = np.take_along_axis(high_rows, at_max[..., None], axis=-1)[..., 0]
     else:
         runs = [y[a:a + c] for a, c in zip(starts.tolist(), counts.tolist(), strict=True)]
         low_runs = [np.where(np.isnan(r), np.inf, r) for r in runs]
@@ -183,27 +189,28 @@ def bucket_band(t: np.ndarray, y: np.ndarray, width: float, origin: float = 0.0
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per time bucket (see ``bucket_starts``): (the middle of its first and last
     sample's times, mean, minimum, maximum) of ``y``, NaN where it has no finite
-    sample: ``band_decimate`` with buckets fixed in time."""
+    sample: ``band_decimate`` with buckets fixed in time. ``y`` may hold several series
+    over the same times as rows, as in ``bucket_minmax``."""
     n = len(t)
     _, starts = bucket_starts(t, width, origin)
     if not n:
-        empty = np.empty(0)
-        return empty, empty, empty, empty
+        empty = np.empty((*y.shape[:-1], 0))
+        return np.empty(0), empty, empty, empty
     ends = np.append(starts[1:], n)
     mid = (t[starts] + t[ends - 1]) / 2.0
-    if not np.isnan(np.add.reduce(y)):        # the usual case: plain reductions
+    if not np.isnan(np.add.reduce(y, axis=None)):      # the usual case: plain reductions
         counts = np.diff(np.append(starts, n))
-        sums = np.add.reduceat(y, starts)
-        low = np.minimum.reduceat(y, starts)
-        high = np.maximum.reduceat(y, starts)
+        sums = np.add.reduceat(y, starts, axis=-1)
+        low = np.minimum.reduceat(y, starts, axis=-1)
+        high = np.maximum.reduceat(y, starts, axis=-1)
     else:
         finite = np.isfinite(y)
-        counts = np.add.reduceat(finite.astype(np.int32), starts)
-        sums = np.add.reduceat(np.where(finite, y, 0.0), starts)
-        low = np.minimum.reduceat(np.where(finite, y, np.inf), starts)
-        high = np.maximum.reduceat(np.where(finite, y, -np.inf), starts)
+        counts = np.add.reduceat(finite.astype(np.int32), starts, axis=-1)
+        sums = np.add.reduceat(np.where(finite, y, 0.0), starts, axis=-1)
+        low = np.minimum.reduceat(np.where(finite, y, np.inf), starts, axis=-1)
+        high = np.maximum.reduceat(np.where(finite, y, -np.inf), starts, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = sums / counts
-    none = counts == 0
+    none = np.broadcast_to(counts == 0, low.shape)
     low[none] = high[none] = np.nan
     return mid, mean, low, high
