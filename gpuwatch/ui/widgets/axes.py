@@ -230,19 +230,28 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
     def __init__(self, orientation: str = "bottom", **kwargs: Any) -> None:
         super().__init__(orientation, **kwargs)
         self._init_static()
+        self._font_key: str | None = None
+        self._room: dict[str, float] = {}       # strftime format -> room a label needs
+        self._labels: dict[tuple[float, float], tuple[QStaticText, float]] = {}
 
     def _build_ops(self, measurer: _Measurer) -> list[tuple]:
         """The ops of a horizontal time axis, made directly (no draw specs to compile:
         this runs every second on a live plot): tick and grid lines as fills, then the
-        labels that fit, as ``AxisItem.generateDrawSpecs`` would place them."""
+        labels that fit, as ``AxisItem.generateDrawSpecs`` would place them. A label's
+        text, layout and width are kept per tick (the ticks of a moving window are
+        mostly the ones it had a second before)."""
         if self.orientation != "bottom" or self._tickLevels is not None:
             return super()._build_ops(measurer)
-        center = Qt.AlignmentFlag.AlignCenter
-        box = QRectF(0, 0, 100, 100)
+        font = self.style["tickFont"] or measurer.font()
+        font_key = font.key()
+        if font_key != self._font_key:
+            self._font_key = font_key
+            self._room.clear()
+            self._labels.clear()
         # The room for labels comes from the font, never from the labels that fit: those
         # depend on the axis's height, and a height taken from them shrinks to nothing
         # the first time none fits (a view with no data yet, a layout pass at 0 px).
-        label_h = measurer.boundingRect(box, center, SAMPLE_LABELS["%H:%M:%S"]).height() * 0.8
+        label_h = self._label_room("", measurer)
         self._updateMaxTextSize(math.ceil(label_h))
         bounds = self.mapRectFromParent(self.geometry())
         view = self.linkedView()
@@ -253,48 +262,69 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         if not (x1 > x0 and width > 0):
             return []
         scale = width / (x1 - x0)
-
-        def label_px(fmt: str) -> float:   # room a label needs, with a gap either side
-            sample = SAMPLE_LABELS.get(fmt, "00:00:00")
-            return measurer.boundingRect(QRectF(0, 0, 200, 100), center,
-                                         sample).width() * 1.6 + 8
-
-        levels = time_ticks(x0, x1, width, label_px)
+        levels = time_ticks(x0, x1, width, lambda fmt: self._label_room(fmt, measurer))
         top, left, right = bounds.top(), bounds.left(), bounds.right()
         ops = self._line(self.pen(), QPointF(left - 1, top + 1), QPointF(right + 1, top + 1))
         labels: list[tuple] = []
         text_top = top + self.style["tickTextOffset"][1]
-        font = self.style["tickFont"] or measurer.font()
         line_top = tick_bounds.top()
+        pen = self.tickPen()
+        w = max(1.0, pen.widthF())
         for level, (step, values) in enumerate(levels):
             tick_length = max(0.0, self.style["tickLength"] / (level * 0.5 + 1.0))
             alpha = 255 / (level + 2)   # as DateAxisItem: its coarser (day) level is first
             if self.grid is not False:
                 alpha *= self.grid / 255.0 * min(1.0, max(0.0, 0.05 * width / (len(values) + 1)))
-            pen = self.tickPen()
             color = QColor(pen.color())
             color.setAlpha(int(alpha))
             color = self._opaque(color)
-            w = max(1.0, pen.widthF())
             stop = top + tick_length
             height = max(1.0, abs(stop - line_top))
             y = min(line_top, stop)
+            label_y = round(text_top + tick_length)
+            show = not level and text_top + tick_length + label_h <= bounds.bottom()
             for v in values:
                 x = (v - x0) * scale + left
                 ops.append((_FILL, QRectF(x - w / 2, y, w, height), color))
-                if level:
+                if not show:
                     continue
-                text = tick_label(v, step)
-                label_w = measurer.boundingRect(box, center, text).width()
-                if x - label_w / 2 < left or x + label_w / 2 > right \
-                        or text_top + tick_length + label_h > bounds.bottom():
-                    continue
-                static = self._static(text, font)
-                labels.append((_TEXT, QPointF(round(x - static.size().width() / 2),
-                                              round(text_top + tick_length)), static))
+                static, half = self._label(v, step, font, measurer)
+                if left <= x - half and x + half <= right:
+                    labels.append((_TEXT, QPointF(round(x - static.size().width() / 2),
+                                                  label_y), static))
         ops.append((_PEN, self.textPen()))
         ops.append((_CLIP, self.boundingRect().toAlignedRect()))
         return ops + labels
+
+    def _label_room(self, fmt: str, measurer: _Measurer) -> float:
+        """For a format, the room its labels need with a gap either side; for "", the
+        height kept for labels (both from the font alone)."""
+        room = self._room.get(fmt)
+        if room is None:
+            center = Qt.AlignmentFlag.AlignCenter
+            if fmt:
+                sample = SAMPLE_LABELS.get(fmt, "00:00:00")
+                room = measurer.boundingRect(QRectF(0, 0, 200, 100), center,
+                                             sample).width() * 1.6 + 8
+            else:
+                room = measurer.boundingRect(QRectF(0, 0, 100, 100), center,
+                                             SAMPLE_LABELS["%H:%M:%S"]).height() * 0.8
+            self._room[fmt] = room
+        return room
+
+    def _label(self, value: float, step: float, font: QFont, measurer: _Measurer
+               ) -> tuple[QStaticText, float]:
+        """The label of the tick at ``value`` on a level of ``step`` seconds, and half
+        its measured width."""
+        found = self._labels.get((value, step))
+        if found is None:
+            if len(self._labels) > _CACHE_LIMIT:
+                self._labels.clear()
+            text = tick_label(value, step)
+            half = measurer.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter,
+                                         text).width() / 2
+            found = self._labels[(value, step)] = (self._static(text, font), half)
+        return found
 
 
 def _over(color: QColor, background: QColor) -> QColor:

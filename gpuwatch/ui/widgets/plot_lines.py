@@ -36,7 +36,10 @@ class MarkLines:
         # lines close in value (two GPUs' peaks of 1,008 and 936 GB/s) would print their
         # labels over each other at the left: each next line's label starts further right
         for rank, key in enumerate(sorted(self.lines)):
-            self.lines[key].label.setPosition(LABEL_AT[rank % len(LABEL_AT)])
+            label = self.lines[key].label
+            at = LABEL_AT[rank % len(LABEL_AT)]
+            if label.orthoPos != at:      # placing a label lays it out again: only on a change
+                label.setPosition(at)
 
     def drop(self) -> None:
         """Remove every line (units or theme changed: they are made again)."""
