@@ -97,7 +97,8 @@ def child(samples: int, window_s: int, rounds: int) -> None:
 
     app = QApplication.instance() or QApplication([])
     sc = parse_scenario(scenario(), "plots.toml")
-    clock = SteppedClock(1_780_000_000.0)
+    clock = SteppedClock()
+    clock.epoch_s = 1_780_000_000.0      # the same sample times in every run
     lib = SimulatedNvml(sc, clock)
     backend = NvmlBackend(lib, host=ScenarioHost(lib, clock), clock=clock,
                           kind=BackendKind.SIMULATED, scenario=sc.name,

@@ -1,0 +1,68 @@
+"""Reference lines (capacity, peak bandwidth): drawn where their value is, placed again
+when the value range or the plot's size changes, left alone when the view moves in time."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QPointF
+
+from gpuwatch.ui.widgets.plot_lines import MarkLines
+from gpuwatch.ui.widgets.plot_parts import TimePlot
+
+
+@pytest.fixture
+def plot(qtbot) -> pg.PlotWidget:
+    widget = TimePlot("Memory used per GPU", "GiB")
+    qtbot.addWidget(widget)
+    widget.resize(600, 300)
+    widget.setXRange(1000, 1600, padding=0)
+    widget.setYRange(0, 100, padding=0)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def test_a_line_sits_at_its_value_with_its_label_above_its_left_end(plot) -> None:
+    marks = MarkLines(plot)
+    marks.update({80.0: (80.0, "capacity 80.0 GiB")})
+    (line,) = marks.lines.values()
+    vb = plot.getViewBox()
+    at = vb.mapViewToScene(QPointF(1300, 80.0))
+    assert line.mapToScene(line.boundingRect().center()).y() == pytest.approx(at.y(), abs=0.5)
+    label = line.label.sceneBoundingRect()
+    assert label.bottom() == pytest.approx(at.y(), abs=1.0)
+    assert vb.sceneBoundingRect().left() <= label.left() < vb.sceneBoundingRect().center().x()
+    assert line.toolTip() == line.label.toPlainText() == "capacity 80.0 GiB"
+    assert line.value() == 80.0
+
+
+def test_a_line_moves_with_the_value_range_not_with_time(plot, qtbot) -> None:
+    marks = MarkLines(plot)
+    marks.update({80.0: (80.0, "capacity")})
+    (line,) = marks.lines.values()
+    placed = []
+    real = type(line).prepareGeometryChange
+    line.prepareGeometryChange = lambda: placed.append(1) or real(line)
+    plot.setXRange(1010, 1610, padding=0)           # a live view moving in time
+    plot.grab()
+    assert placed == []
+    plot.setYRange(0, 200, padding=0)
+    plot.grab()
+    vb = plot.getViewBox()
+    assert placed and line.mapToScene(line.boundingRect().center()).y() == pytest.approx(
+        vb.mapViewToScene(QPointF(1300, 80.0)).y(), abs=0.5)
+    plot.resize(600, 400)
+    qtbot.waitUntil(lambda: abs(line.mapToScene(line.boundingRect().center()).y()
+                                - vb.mapViewToScene(QPointF(1300, 80.0)).y()) <= 0.5)
+
+
+def test_dropped_lines_leave_the_plot(plot) -> None:
+    marks = MarkLines(plot)
+    marks.update({1.0: (1.0, "a"), 2.0: (2.0, "b")})
+    lines = list(marks.lines.values())
+    marks.update({2.0: (2.0, "b")})
+    assert lines[0].scene() is None and lines[1].scene() is plot.scene()
+    marks.drop()
+    assert lines[1].scene() is None and not marks.lines
+    plot.setYRange(0, 50, padding=0)                # no line left listening
