@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtGui import QColor
 
 from gpuwatch.core.hints import Severity
-from gpuwatch.ui.live.text_lines import TextLines
+from gpuwatch.ui.live.card_parts import TextPart
 from gpuwatch.ui.settings import Preferences
 from gpuwatch.ui.widgets import theme
 from tests.ui.conftest import feed
@@ -56,12 +56,15 @@ def _texts_on_cards(window) -> list[tuple[str, str, str]]:
     for card in window.cards.cards.values():
         lost = card.property("lost") is True
         card_bg = c.lost_card if lost else c.card
-        for label in card.findChildren(TextLines):
-            if not label.isVisibleTo(card) or label is card.probe:
+        labels = [part for part in card.parts if isinstance(part, TextPart)]
+        assert len(labels) >= 9
+        for label in labels:
+            if label.isHidden() or label is card.probe:
                 continue
-            bg = label._background.name() if label._background is not None else card_bg
-            default = label._color.name() if label._color is not None else c.text
-            for line in label._lines:
+            color, background = label.colors()
+            bg = background.name() if background is not None else card_bg
+            default = color.name() if color is not None else c.text
+            for line in label.lines():
                 for run in line:
                     if run.text.strip() and run.text.strip() != "■":
                         out.append((run.text, run.color or default, bg))

@@ -33,8 +33,13 @@ def test_click_focuses_a_gpu_and_again_or_esc_returns_to_all(make_window, scenar
     qtbot.mouseClick(card1, Qt.MouseButton.LeftButton)
     assert got == [1] and card1.selected and cards.focused_gpu == 1
     assert "focused" in card1.accessibleName()
-    qtbot.mouseClick(cards.cards[0].used, Qt.MouseButton.LeftButton)   # on a child: the card
+    qtbot.mouseClick(cards.cards[0].spark, Qt.MouseButton.LeftButton)  # on a child: the card
     assert got == [1, 0] and cards.cards[0].selected and not card1.selected
+    qtbot.mouseClick(cards.cards[0], Qt.MouseButton.LeftButton,        # on a painted part
+                     pos=cards.cards[0].used.rect.center())
+    assert got == [1, 0, ALL_GPUS]
+    qtbot.mouseClick(cards.cards[0], Qt.MouseButton.LeftButton)
+    assert got[-1] == 0
     qtbot.mouseClick(cards.cards[0], Qt.MouseButton.LeftButton)        # again: all GPUs
     assert got[-1] == ALL_GPUS and cards.focused_gpu is None
     qtbot.mouseClick(card1, Qt.MouseButton.LeftButton)

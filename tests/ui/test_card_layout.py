@@ -12,14 +12,13 @@ from PySide6.QtWidgets import QApplication, QLabel, QWidget
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
 from gpuwatch.ui.live.card_badge import SeverityBadge
-from gpuwatch.ui.live.card_figure import BigFigure
+from gpuwatch.ui.live.card_parts import TextPart
 from gpuwatch.ui.live.cards_view import WAITING, CardsView
-from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
 from tests.ui.conftest import feed, sample_at
 
-TEXT_TYPES = (TextLines, BigFigure, SeverityBadge, QLabel)
+TEXT_TYPES = (SeverityBadge, QLabel)       # the text widgets; the rest are painted parts
 
 
 def _settle(qtbot) -> None:
@@ -75,10 +74,16 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
                 continue
             rect = _in_card(card, child)
             assert inside.contains(rect), (card.index, type(child).__name__, rect, inside)
+        shown = [part for part in card.parts if not part.isHidden()]
+        assert len(shown) >= 10
+        for part in shown:
+            assert inside.contains(part.rect), (card.index, part.text(), part.rect, inside)
         for figure in (card.percent, card.free):
             assert figure.text() and figure.text_width() <= figure.width() + 0.5, \
                 (card.index, figure.text(), figure.text_width(), figure.width())
-        biggest = max(QFontMetricsF(w.font()).height() for w in card.findChildren(TextLines))
+        texts = [part for part in shown if isinstance(part, TextPart)]
+        biggest = max(part.runs.step for part in texts)
+        assert biggest >= QFontMetricsF(card.font()).height()
         assert card.percent.font_pixel_size() > biggest
         assert card.free.font_pixel_size() > biggest
         assert not card.nvlink.isHidden() and "NVLink" in card.nvlink.text()

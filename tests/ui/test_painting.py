@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gpuwatch.ui.live.process_model import NAME
 from gpuwatch.ui.live.process_table import PADDING, SWATCH
-from gpuwatch.ui.live.text_lines import Run, TextLines
+from gpuwatch.ui.live.text_lines import Run, TextLines, forget_texts
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import FastDateAxis, fast_axes
 from gpuwatch.ui.widgets.plots import StickyRange, WindowCurve, bounds
@@ -215,6 +215,7 @@ def test_right_aligned_card_figures_get_their_room_from_the_first_sample(make_wi
 def test_a_run_drawn_as_plain_text_then_from_its_static_layout_looks_the_same(qtbot) -> None:
     """A new figure is drawn as plain text, one shown again from a laid-out static text:
     the switch must not move or change a pixel of it."""
+    forget_texts()                     # none seen yet, by any widget
     label = TextLines(fit_text=True)
     qtbot.addWidget(label)
     label.set_colors(QColor("#1d2330"), QColor("#ffffff"))

@@ -3,17 +3,20 @@
 The figures a user looks for first (% used, free) are the largest text on a card.
 Rather than eliding, the figure steps its font down until it fits; its minimum width
 is the text at the smallest step, so a layout never gives it less. Fonts and widths are
-made when the text or the font changes, not when it paints.
+made when the text or the font changes, not when it paints. A painted part of the card
+(:class:`~gpuwatch.ui.live.card_parts.Part`), not a widget.
 """
 
 from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QEvent, QPointF, QSize, Qt
+from PySide6.QtCore import QPointF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QStaticText
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QWidget
 
+from gpuwatch.ui.live.card_parts import MAX_SIZE, Part
+from gpuwatch.ui.live.text_lines import known_text
 from gpuwatch.ui.widgets import theme
 
 # The big text's size as a multiple of the widget's font, largest first.
@@ -21,9 +24,9 @@ STEPS = (1.6, 1.45, 1.3, 1.2)
 GAP = 4       # px between the big text and the small word
 
 
-class BigFigure(QWidget):
-    def __init__(self, align_right: bool = False, parent: QWidget | None = None):
-        super().__init__(parent)
+class BigFigure(Part):
+    def __init__(self, card: QWidget, align_right: bool = False):
+        super().__init__(card)
         self._big = ""
         self._small = ""
         self._color: QColor | None = None      # the big text's; None: the theme's text
@@ -35,8 +38,7 @@ class BigFigure(QWidget):
         self._widths: list[float] = []         # natural width at each step
         self._small_width = 0.0
         self._static: tuple[str, QStaticText] | None = None   # the small word, laid out
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        self._make_fonts()
+        self.set_font(card.font())
 
     # content ------------------------------------------------------------------------
     def set_figure(self, big: str, small: str = "", color: str | None = None,
@@ -45,11 +47,11 @@ class BigFigure(QWidget):
         nothing happens."""
         if (big, small) != (self._big, self._small):
             self._big, self._small = big, small
-            old_min = self.minimumSizeHint().width()
+            old_min = self.minimumSize().width()
             self._measure()
-            if self.minimumSizeHint().width() > old_min or \
-                    self.sizeHint().width() > self.width():
-                self.updateGeometry()
+            if self.minimumSize().width() > old_min or \
+                    self.sizeHint().width() > self.rect.width():
+                self.relayout()
             self.update()
         if (color, small_color) != self._color_names:      # parsed only when changed
             self._color_names = (color, small_color)
@@ -61,11 +63,10 @@ class BigFigure(QWidget):
         self.set_figure(self._big, self._small, color, small_color)
 
     def set_background(self, color: QColor | None) -> None:
-        """The colour under the text: with one, the figure paints its whole rectangle
-        and the card under it is not repainted."""
+        """The colour under the text."""
         if color != self._background:
             self._background = None if color is None else QColor(color)
-            self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, color is not None)
+            self.card.parts_moved()   # type: ignore[attr-defined]
             self.update()
 
     def text(self) -> str:
@@ -81,8 +82,8 @@ class BigFigure(QWidget):
         return self._ascents[self._fit()][1]
 
     # sizes ---------------------------------------------------------------------------
-    def _make_fonts(self) -> None:
-        base = self.font()
+    def set_font(self, base: QFont) -> None:
+        self._base = QFont(base)
         size = base.pointSizeF() if base.pointSizeF() > 0 else base.pixelSize() * 0.75
         self._fonts = []
         for k in STEPS:
@@ -91,13 +92,16 @@ class BigFigure(QWidget):
             f.setBold(True)
             self._fonts.append(f)
         metrics = self._metrics = [QFontMetricsF(f) for f in self._fonts]
+        self._keys = [f.key() for f in self._fonts]
         self._small_metrics = QFontMetricsF(base)
         self._measured: dict[tuple[str, str], tuple[float, list[float]]] = {}
         self._ascents = [(fm.ascent(), fm.height()) for fm in metrics]
-        self._small_ascent = QFontMetricsF(base).ascent()
+        self._small_ascent = self._small_metrics.ascent()
         self._height = math.ceil(metrics[0].height())
-        self.setFixedHeight(self._height)
+        self._static = None
         self._measure()
+        self.relayout()
+        self.update()
 
     def _measure(self) -> None:
         """The text's width at each step; remembered per text, since a figure takes
@@ -113,51 +117,62 @@ class BigFigure(QWidget):
             self._measured[key] = known
         self._small_width, self._widths = known
 
+    # as a widget with a Preferred width and a fixed height
     def sizeHint(self) -> QSize:
+        if self._hidden:
+            return QSize(0, 0)
         return QSize(math.ceil(self._widths[0]) + 1, self._height)
 
-    def minimumSizeHint(self) -> QSize:
+    def minimumSize(self) -> QSize:
+        if self._hidden:
+            return QSize(0, 0)
         return QSize(math.ceil(self._widths[-1]) + 1, self._height)
 
+    def maximumSize(self) -> QSize:
+        if self._hidden:
+            return QSize(0, 0)
+        return QSize(MAX_SIZE, self._height)
+
+    def opaque(self) -> bool:
+        return self._background is not None
+
     def _fit(self) -> int:
-        w = self.width()
+        w = self.rect.width()
         for i, natural in enumerate(self._widths):
             if natural <= w:
                 return i
         return len(self._widths) - 1
 
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.FontChange:
-            self._make_fonts()
-            self._static = None
-            self.updateGeometry()
-
     # painting ------------------------------------------------------------------------
-    def paintEvent(self, event: object) -> None:
-        p = QPainter(self)
+    def paint(self, p: QPainter) -> None:
+        r = self.rect
         if self._background is not None:
-            p.fillRect(self.rect(), self._background)
+            p.fillRect(r, self._background)
+        p.setClipRect(r)
         step = self._fit()
-        # the figure changes with most samples: drawn as plain text (a static text's
-        # layout costs three plain draws); the word beside it is laid out once
+        # the figure changes with most samples, but comes back: drawn from a static text
+        # from its second showing on; the word beside it is laid out once
         if self._static is None or self._static[0] != self._small:
             small = QStaticText(self._small)
             small.setTextFormat(Qt.TextFormat.PlainText)
-            small.prepare(font=self.font())
+            small.prepare(font=self._base)
             self._static = (self._small, small)
-        x = max(0.0, self.width() - self._widths[step] - 1) if self._align_right else 0.0
+        x = max(0.0, r.width() - self._widths[step] - 1) if self._align_right else 0.0
+        x += r.x()
         ascent, height = self._ascents[step]
-        baseline = ascent + (self._height - height) / 2
+        baseline = r.y() + ascent + (self._height - height) / 2
         p.setFont(self._fonts[step])
         p.setPen(self._color or _default(False))
-        p.drawText(QPointF(x, baseline), self._big)
+        big = known_text(self._fonts[step], self._keys[step], self._metrics[step], self._big)[0]
+        if big is None:
+            p.drawText(QPointF(x, baseline), self._big)
+        else:
+            p.drawStaticText(QPointF(x, baseline - ascent), big)
         if self._small:
-            p.setFont(self.font())
+            p.setFont(self._base)
             p.setPen(self._small_color or _default(True))
             x += self._widths[step] - self._small_width + GAP
             p.drawStaticText(QPointF(x, baseline - self._small_ascent), self._static[1])
-        p.end()
 
 
 _DEFAULTS: dict[tuple[theme.Colors, bool], QColor] = {}

@@ -10,7 +10,9 @@ words and shape as well as colour, so the card and the Advisor tab never disagre
 % used figure takes the same colour. A lost GPU is the loudest card: a critical
 outline on a shaded card, "lost 55 s ago", its last known memory faded; it comes back
 to life by itself when the GPU does. A click (or Enter/Space with the keyboard focus)
-emits :attr:`activated`. Every part repaints only when what it shows changed.
+emits :attr:`activated`. The texts and figures are parts painted by the card itself
+(:mod:`~gpuwatch.ui.live.card_parts`); every part repaints only when what it shows
+changed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gpuwatch.ui.live import card_texts
 from gpuwatch.ui.live.card_badge import ICON_CRITICAL, ICON_LOST, ICON_WARNING, SeverityBadge
 from gpuwatch.ui.live.card_figure import BigFigure
 from gpuwatch.ui.live.card_frame import CardFrame
+from gpuwatch.ui.live.card_parts import TextPart
 from gpuwatch.ui.live.card_segments import BarSegments
 from gpuwatch.ui.live.card_sparkline import Sparkline
 from gpuwatch.ui.live.card_state import (
@@ -42,7 +45,7 @@ from gpuwatch.ui.live.card_state import (
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.live.probe_view import largest, legend_lines
-from gpuwatch.ui.live.text_lines import Run, TextLines
+from gpuwatch.ui.live.text_lines import Run
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
 
@@ -84,53 +87,55 @@ class GpuCard(CardFrame):
         self._probe_key: tuple | None = None          # what the probe legend shows now
         self._described: tuple | None = None
         self._compact = False
-        self._metrics_of: tuple[GpuSample, Thresholds] | None = None
         self._ticks_key: tuple | None = None
         self._metrics_of: tuple[GpuSample, Thresholds] | None = None
 
-        self.title = TextLines(fit_text=True)
+        self.title = TextPart(self, fit_text=True)
         self.badge = SeverityBadge()
-        self.vitals = TextLines(fit_text=True, align_right=True)
-        self.percent = BigFigure()
-        self.free = BigFigure(align_right=True)
+        self.vitals = TextPart(self, fit_text=True, align_right=True)
+        self.percent = BigFigure(self)
+        self.free = BigFigure(self, align_right=True)
         self.bar = MemoryBar()
-        self.used = TextLines(fit_text=True)
+        self.used = TextPart(self, fit_text=True)
         self.spark = Sparkline(index)
-        self.legend = TextLines(fit_text=True)
-        self.busy = TextLines(fit_text=True)
-        self.bandwidth = TextLines(fit_text=True)
-        self.util = TextLines(fit_text=True)
-        self.pcie = TextLines(fit_text=True)
-        self.nvlink = TextLines(fit_text=True)
+        self.legend = TextPart(self, fit_text=True)
+        self.busy = TextPart(self, fit_text=True)
+        self.bandwidth = TextPart(self, fit_text=True)
+        self.util = TextPart(self, fit_text=True)
+        self.pcie = TextPart(self, fit_text=True)
+        self.nvlink = TextPart(self, fit_text=True)
         self.nvlink.hide()
         self.budget = _Label()
         self.budget.setTextFormat(Qt.TextFormat.RichText)
         self.budget.setWordWrap(True)
         self.budget.hide()
-        self.probe = TextLines()     # the probe's legend: as wide as the card, cut to fit
+        self.probe = TextPart(self)  # the probe's legend: as wide as the card, cut to fit
         self.probe.hide()
+        self.parts = [self.title, self.vitals, self.percent, self.free, self.used, self.probe,
+                      self.legend, self.busy, self.bandwidth, self.util, self.pcie, self.nvlink]
         self._muted = (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink,
                        self.legend)
         self._plain = (self.title, self.vitals, self.used)
         self._colors_key: tuple | None = None
 
-        bold = QFont(self.title.font())
+        bold = QFont(self.font())
         bold.setBold(True)        # "GPU 3" stays whole beside a badge; the name and vitals give way
         self.title.setMinimumWidth(math.ceil(
             QFontMetricsF(bold).horizontalAdvance(f"GPU {index}")) + 2)
         top = QHBoxLayout()
         top.setSpacing(6)
-        top.addWidget(self.title, 1)
+        top.addItem(self.title)
+        top.setStretch(0, 1)
         top.addWidget(self.badge)
-        top.addWidget(self.vitals)
+        top.addItem(self.vitals)
         figures = QHBoxLayout()
         figures.setSpacing(8)
-        figures.addWidget(self.percent)
+        figures.addItem(self.percent)
         figures.addStretch(1)
-        figures.addWidget(self.free)
+        figures.addItem(self.free)
         usage = QHBoxLayout()
         usage.setSpacing(8)
-        usage.addWidget(self.used)
+        usage.addItem(self.used)
         usage.addWidget(self.spark, 1)
         self._metrics = metrics = QGridLayout()
         metrics.setHorizontalSpacing(16)
@@ -145,8 +150,8 @@ class GpuCard(CardFrame):
         layout.addLayout(figures)
         layout.addWidget(self.bar)
         layout.addLayout(usage)
-        layout.addWidget(self.probe)
-        layout.addWidget(self.legend)
+        layout.addItem(self.probe)
+        layout.addItem(self.legend)
         layout.addLayout(metrics)
         layout.addWidget(self.budget)
         layout.addStretch(1)
@@ -380,16 +385,16 @@ class GpuCard(CardFrame):
         two directions need the width) and the bandwidth estimate is left to the memory
         busy figure's tooltip."""
         grid, compact = self._metrics, self._compact
-        for w in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
-            grid.removeWidget(w)
+        for part in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
+            grid.removeItem(part)
         if compact:
             places = ((self.util, 0, 0, 1), (self.busy, 0, 1, 1), (self.pcie, 1, 0, 2),
                       (self.nvlink, 2, 0, 2))
         else:
             places = ((self.busy, 0, 0, 1), (self.bandwidth, 0, 1, 1), (self.util, 1, 0, 1),
                       (self.pcie, 1, 1, 1), (self.nvlink, 2, 1, 1))
-        for w, row, col, span in places:
-            grid.addWidget(w, row, col, 1, span)
+        for part, row, col, span in places:
+            grid.addItem(part, row, col, 1, span)
         self.bandwidth.setVisible(not compact and self.state is GpuState.OK)
 
     def resizeEvent(self, event: object) -> None:
