@@ -146,9 +146,9 @@ class BigFigure(Part):
     # painting ------------------------------------------------------------------------
     def paint(self, p: QPainter) -> None:
         r = self.rect
+        p.setClipRect(r)
         if self._background is not None:
             p.fillRect(r, self._background)
-        p.setClipRect(r)
         step = self._fit()
         # the figure changes with most samples, but comes back: drawn from a static text
         # from its second showing on; the word beside it is laid out once

@@ -218,8 +218,8 @@ class TextPart(Part):
 
     def paint(self, p: QPainter) -> None:
         r = self.rect
+        p.setClipRect(r)         # as a widget was: nothing drawn outside the part
         if self._background is not None:
             p.fillRect(r, self._background)
-        p.setClipRect(r)         # as a widget was: nothing drawn outside the part
         self.runs.paint(p, float(r.x()), float(r.y()), float(r.width()),
                         self._color or QColor(theme.colors().text), self._align_right)

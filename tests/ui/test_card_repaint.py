@@ -1,0 +1,119 @@
+"""A card repaints only the parts whose content changed, and what it has painted bit by
+bit, sample after sample, is exactly what a fresh paint of the same cards gives: the
+window's pixels (read back from the platform's backing store) against a grab of the
+view, after every sample, through lost GPUs, hints, selection and focus, at a wide and
+at a compact width."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QImage, QRegion
+from PySide6.QtWidgets import QApplication
+
+from gpuwatch.core.hints import Severity
+from gpuwatch.core.history import History
+from gpuwatch.ui.live.cards_view import CardsView
+from gpuwatch.ui.settings import Thresholds
+from gpuwatch.ui.widgets import theme
+from tests.ui.conftest import sample_at
+
+
+@pytest.fixture(params=["plain", "light", "dark"])
+def styled(request, qapp):
+    """No style sheet, or the app's in either theme (the card then draws its rounded
+    background itself)."""
+    before = (theme.colors(), qapp.palette(), qapp.styleSheet())
+    if request.param != "plain":
+        qapp.setStyleSheet(theme.stylesheet(theme.apply(qapp, request.param)))
+    yield request.param
+    theme._current, palette, sheet = before
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(sheet)
+
+
+class _PaintRegions(QObject):
+    """The regions of the card's paint events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.regions: list[QRegion] = []
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.regions.append(QRegion(event.region()))
+        return False
+
+
+def _shown(view: CardsView) -> QImage:
+    """What the window shows now: the pixels painted so far, not a new paint."""
+    image = view.screen().grabWindow(view.winId()).toImage()
+    return image.convertToFormat(QImage.Format.Format_RGB32)
+
+
+def _fresh(view: CardsView) -> QImage:
+    return view.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+
+
+def _settle(qtbot) -> None:
+    qtbot.wait(5)
+    QApplication.processEvents()
+
+
+@pytest.mark.parametrize("width", [900, 640], ids=["wide", "compact"])
+def test_cards_painted_bit_by_bit_equal_a_fresh_paint(qtbot, scenario, styled, width) -> None:
+    history = History()
+    view = CardsView(history=history)
+    qtbot.addWidget(view)
+    view.resize(width, 360)
+    backend = scenario("faults")         # GPU 1 falls off the bus at 30 s, back at 90 s
+    snap = sample_at(backend, 20)
+    history.append(snap)
+    view.update_snapshot(snap, "iec", Thresholds(), {})
+    view.show()
+    qtbot.waitExposed(view)
+    _settle(qtbot)
+    spy = _PaintRegions()
+    for card in view.cards.values():
+        card.installEventFilter(spy)
+    compact = [card.width() < card.COMPACT_BELOW for card in view.cards.values()]
+    assert all(compact) == (width == 640) and any(compact) == (width == 640)
+    mismatched = []
+    for t in range(21, 100, 2):
+        snap = sample_at(backend, t)
+        history.append(snap)
+        view.update_snapshot(snap, "iec", Thresholds(), {})
+        if t == 41:
+            view.set_hint_levels({0: Severity.WARNING}, {0: ("Warning: something",)})
+        if t == 61:
+            view.set_hint_levels({0: Severity.CRITICAL})
+            view.set_focused_gpu(1)
+        if t == 71:
+            view.cards[0].setFocus()
+        _settle(qtbot)
+        if _shown(view) != _fresh(view):
+            mismatched.append(t)
+    assert mismatched == []
+    assert view.cards[1].state.name == "OK" and view.cards[0].level is Severity.CRITICAL
+    # the samples painted parts of the cards, not whole cards
+    whole = [QRegion(card.rect()) for card in view.cards.values()]
+    assert spy.regions and any(r not in whole and r.rectCount() > 1 for r in spy.regions)
+
+
+def test_eight_cards_with_nvlink_painted_bit_by_bit_equal_a_fresh_paint(qtbot, scenario,
+                                                                        styled) -> None:
+    history = History()
+    view = CardsView(history=history)
+    qtbot.addWidget(view)
+    view.resize(1024, 420)
+    backend = scenario("multi-gpu-ddp")
+    for t in range(300, 331, 3):
+        snap = sample_at(backend, t)
+        history.append(snap)
+        view.update_snapshot(snap, "iec", Thresholds(), {})
+        if t == 300:
+            view.show()
+            qtbot.waitExposed(view)
+        _settle(qtbot)
+        assert _shown(view) == _fresh(view), t
+    assert all(not card.nvlink.isHidden() for card in view.cards.values())
