@@ -108,26 +108,7 @@ class MemoryBar(QWidget):
         """What the measured row's pixels depend on: the runs of columns of one colour,
         and the columns and looks of the hatched or labelled segments (None: not worked
         out). Plain Python: a dozen segments cost less than numpy's calls."""
-        cols, colors, free = self._spans(c)
-        runs: list[list[int]] = []
-        start = 0
-        for end, color in zip(cols, colors, strict=True):
-            if end > start:
-                if runs and runs[-1][0] == color:
-                    runs[-1][1] = end
-                else:
-                    runs.append([color, end])
-                start = end
-        w = max(1, self.width())
-        if start < w:
-            runs.append([free, w])
-        solid = Qt.BrushStyle.SolidPattern
-        marked = tuple((i, seg.pattern, seg.label, seg.color.rgba(),
-                        None if seg.hatch is None else seg.hatch.rgba())
-                       for i, seg in enumerate(self._segments)
-                       if seg.pattern is not solid or seg.label)
-        spans = tuple((cols[i - 1] if i else 0, cols[i]) for i, *_ in marked) if cols else ()
-        return (self.width(), tuple(map(tuple, runs)), marked, spans)
+        return self._spans(c)[3]
 
     def set_ticks(self, ticks: tuple[tuple[float, str, str], ...]) -> None:
         """Marks across the measured row at fractions of the capacity: (fraction, colour,
@@ -196,10 +177,11 @@ class MemoryBar(QWidget):
         self._laid_out = (w, measured, predicted)
         return measured, predicted
 
-    def _spans(self, c: theme.Colors) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-        """(the column each segment ends before, each segment's colour, the free colour).
-        Each pixel column takes the colour of the segment under its centre (as a fill of
-        the segment's rectangle would): segment i covers the columns from where segment
+    def _spans(self, c: theme.Colors) -> tuple:
+        """(the column each segment ends before, the runs of columns of one colour as
+        (colour, end), the pixel row or None until painted, the drawn key). Each pixel
+        column takes the colour of the segment under its centre (as a fill of the
+        segment's rectangle would): segment i covers the columns from where segment
         i − 1 ends to ``ceil(edge_i − 0.5)``, its right edge in pixels. Kept until the
         data, the width or the theme change."""
         w = max(1, self.width())
@@ -207,35 +189,49 @@ class MemoryBar(QWidget):
         if kept is not None and kept[0] == w and kept[1] == self._generation and kept[2] is c:
             return kept[3]
         segments = self._segments
-        free = QColor(c.free).rgba()
         cols: list[int] = []
-        colors: list[int] = []
+        runs: list[list[int]] = []
+        start = 0
         if self._total > 0 and segments:
             scale = w / self._total
             edge = 0.0
+            lost = QColor(c.lost).rgba() if self._greyed else 0
             for seg in segments:
                 size = float(seg.bytes)
                 edge += size if size > 0.0 else 0.0
                 col = math.ceil(edge * scale - 0.5)
-                cols.append(0 if col < 0 else w if col > w else col)
-            lost = QColor(c.lost).rgba()
-            colors = [lost] * len(segments) if self._greyed else \
-                [seg.color.rgba() for seg in segments]
-        made = (tuple(cols), tuple(colors), free)
+                end = 0 if col < 0 else w if col > w else col
+                cols.append(end)
+                if end > start:
+                    color = lost if self._greyed else seg.color.rgba()
+                    if runs and runs[-1][0] == color:
+                        runs[-1][1] = end
+                    else:
+                        runs.append([color, end])
+                    start = end
+        if start < w:
+            runs.append([QColor(c.free).rgba(), w])
+        solid = Qt.BrushStyle.SolidPattern
+        marked = tuple((i, seg.pattern, seg.label, seg.color.rgba(),
+                        None if seg.hatch is None else seg.hatch.rgba())
+                       for i, seg in enumerate(segments)
+                       if seg.pattern is not solid or seg.label)
+        spans = tuple((cols[i - 1] if i else 0, cols[i]) for i, *_ in marked) if cols else ()
+        made = [tuple(cols), runs, None, (self.width(), tuple(map(tuple, runs)), marked, spans)]
         self._columns_of = (w, self._generation, c, made)
         return made
 
     def _columns(self, c: theme.Colors) -> tuple[np.ndarray, np.ndarray | None]:
         """The measured row one pixel high, and the column each segment ends before."""
-        cols, colors, free = self._spans(c)
-        w = max(1, self.width())
-        if not cols:
-            return np.full(w, free, dtype=np.uint32), None
-        ends = np.array(cols, dtype=np.int64)
-        counts = np.diff(ends, prepend=0)
-        line = np.repeat(np.array([*colors, free], dtype=np.uint32),
-                         np.append(counts, w - ends[-1]))
-        return line, ends
+        made = self._spans(c)
+        if made[2] is None:
+            line = np.empty(max(1, self.width()), dtype=np.uint32)
+            start = 0
+            for color, end in made[1]:
+                line[start:end] = color
+                start = end
+            made[2] = (line, np.array(made[0], dtype=np.int64) if made[0] else None)
+        return made[2]
 
     def _pixel_row(self, c: theme.Colors) -> QImage:
         line, cols = self._columns(c)
