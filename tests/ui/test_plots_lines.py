@@ -25,7 +25,7 @@ def plot(qtbot) -> pg.PlotWidget:
 
 def test_a_line_sits_at_its_value_with_its_label_above_its_left_end(plot) -> None:
     marks = MarkLines(plot)
-    marks.update({80.0: (80.0, "capacity 80.0 GiB")})
+    marks.update({80.0: 80.0}, lambda key: f"capacity {key:.1f} GiB")
     (line,) = marks.lines.values()
     vb = plot.getViewBox()
     at = vb.mapViewToScene(QPointF(1300, 80.0))
@@ -39,7 +39,7 @@ def test_a_line_sits_at_its_value_with_its_label_above_its_left_end(plot) -> Non
 
 def test_a_line_moves_with_the_value_range_not_with_time(plot, qtbot) -> None:
     marks = MarkLines(plot)
-    marks.update({80.0: (80.0, "capacity")})
+    marks.update({80.0: 80.0}, lambda key: "capacity")
     (line,) = marks.lines.values()
     placed = []
     real = type(line).prepareGeometryChange
@@ -59,9 +59,9 @@ def test_a_line_moves_with_the_value_range_not_with_time(plot, qtbot) -> None:
 
 def test_dropped_lines_leave_the_plot(plot) -> None:
     marks = MarkLines(plot)
-    marks.update({1.0: (1.0, "a"), 2.0: (2.0, "b")})
+    marks.update({1.0: 1.0, 2.0: 2.0}, str)
     lines = list(marks.lines.values())
-    marks.update({2.0: (2.0, "b")})
+    marks.update({2.0: 2.0}, str)
     assert lines[0].scene() is None and lines[1].scene() is plot.scene()
     marks.drop()
     assert lines[1].scene() is None and not marks.lines

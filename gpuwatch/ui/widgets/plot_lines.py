@@ -13,6 +13,7 @@ placed again when the view's value range or size changes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyqtgraph as pg
@@ -98,14 +99,15 @@ class MarkLines:
         self.lines: dict[float, MarkLine] = {}
         self.added = False       # a line came since the caller last looked (cache its text)
 
-    def update(self, wanted: dict[float, tuple[float, str]]) -> None:
-        """Lines for ``wanted``: key -> (position in the plot's unit, label); others go."""
+    def update(self, wanted: Mapping[float, float], label: Callable[[float], str]) -> None:
+        """Lines for ``wanted``: key -> position in the plot's unit, labelled
+        ``label(key)`` (asked only for a new line); others go."""
         for key in list(self.lines):
             if key not in wanted:
                 self.lines.pop(key).detach()
-        for key, (position, label) in wanted.items():
+        for key, position in wanted.items():
             if key not in self.lines:
-                self.lines[key] = self._line(position, label)
+                self.lines[key] = self._line(position, label(key))
                 self.added = True
         # lines close in value (two GPUs' peaks of 1,008 and 936 GB/s) would print their
         # labels over each other at the left: each next line's label starts further right

@@ -35,10 +35,20 @@ def top_with_room(low: float, value: float, top: float, view_px: float,
     return max(top, value + (value - low) * room_px / _usable(view_px, room_px))
 
 
+_LABEL_PX: dict[str, tuple[float, float]] = {}    # by font: asked twice a second, live
+
+
 def label_px() -> tuple[float, float]:
     """(room for a line's label above its line, half a tick label's height), in pixels."""
-    height = QFontMetricsF(QFont()).height()
-    return height + 8.0, height / 2 + 2.0
+    font = QFont()
+    key = font.key()
+    found = _LABEL_PX.get(key)
+    if found is None:
+        if len(_LABEL_PX) > 16:
+            _LABEL_PX.clear()
+        height = QFontMetricsF(font).height()
+        found = _LABEL_PX[key] = (height + 8.0, height / 2 + 2.0)
+    return found
 
 
 class StickyRange:

@@ -293,7 +293,8 @@ class TimePlots(QWidget):
         self.band_mode = x1 - x0 >= BAND_FROM_S
         many = len(self.history.gpus) > 2
         capacities: dict[float, int] = {}
-        bandwidths, spans, shown_rings = [], [], []
+        spans, shown_rings = [], []
+        bw_high = -np.inf       # the highest bandwidth shown, bytes/s (-inf: none known)
         for index, ring in sorted(self.history.gpus.items()):
             mem = self._series(self._mem_curves, index, "used_bytes")
             bw = self._series(self._bw_curves, index, BW_COLUMN)
@@ -304,12 +305,13 @@ class TimePlots(QWidget):
                 continue
             shown_rings.append(ring)
             rows = window_rows(ring, x0, x1, (BW_COLUMN, "total_bytes"))
-            values = rows[BW_COLUMN] / bw_scale
+            values = rows[BW_COLUMN]
             mean = self.band_mode and len(values) > pixels // 2
             mem.show(ring, mem_scale, x0, x1, pixels, False, False)
             bw.show(ring, bw_scale, x0, x1, pixels, mean,
                     mean and (index in (self.highlight, self.focus) or not many))
-            bandwidths.append(values)
+            if len(values):
+                bw_high = np.fmax(bw_high, np.fmax.reduce(values))
             if np.isnan(np.add.reduce(rows["total_bytes"])):     # lost for a while
                 spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
             total = ring.last("total_bytes")
@@ -327,11 +329,12 @@ class TimePlots(QWidget):
                  if g.peak_bandwidth_bytes_per_s and (self.focus is None or
                                                       g.index == self.focus)}
         self._update_peaks(peaks, bw_scale)
-        unknown = not peaks and not np.isfinite(bounds(*bandwidths)[1])
+        high = float(bw_high) / bw_scale       # the same as the highest of the scaled values
+        unknown = not peaks and not np.isfinite(high)
         if unknown != self.bandwidth_unknown:
             self.bandwidth_unknown = unknown
             self._set_titles()
-        self._fit_bandwidth(bounds(*bandwidths)[1], max(peaks) / bw_scale if peaks else None)
+        self._fit_bandwidth(high, max(peaks) / bw_scale if peaks else None)
         if self._new_items or self.capacity_marks.added or self.peak_marks.added:
             self._new_items = self.capacity_marks.added = self.peak_marks.added = False
             cache_text_items(self.memory)
@@ -401,15 +404,14 @@ class TimePlots(QWidget):
         return found
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
-        self.capacity_marks.update({total: (total / scale,
-                                            f"capacity {format_bytes(total, self.units)}")
-                                    for total in capacities})
+        self.capacity_marks.update({total: total / scale for total in capacities},
+                                   lambda total: f"capacity {format_bytes(total, self.units)}")
         self._mem_top = max(capacities) / scale if capacities else None
 
     def _update_peaks(self, peaks: set[float], scale: float) -> None:
         """A dashed line at each distinct peak bandwidth shown, like the capacity line."""
-        self.peak_marks.update({peak: (peak / scale, f"peak {peak / scale:,.0f} GB/s")
-                                for peak in peaks})
+        self.peak_marks.update({peak: peak / scale for peak in peaks},
+                               lambda peak: f"peak {peak / scale:,.0f} GB/s")
 
     def clear(self) -> None:
         self._mem_curves.clear()
