@@ -117,3 +117,40 @@ def test_eight_cards_with_nvlink_painted_bit_by_bit_equal_a_fresh_paint(qtbot, s
         _settle(qtbot)
         assert _shown(view) == _fresh(view), t
     assert all(not card.nvlink.isHidden() for card in view.cards.values())
+
+
+def test_each_painted_part_has_its_tooltip_over_its_rectangle(make_window, scenario,
+                                                              qtbot) -> None:
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QToolTip
+
+    from gpuwatch.ui.live import card_texts
+    from tests.ui.conftest import feed
+
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    feed(window, scenario("workstation"), [300])
+    _settle(qtbot)
+    card = window.cards.cards[0]
+
+    def tip_at(point: QPoint) -> str:
+        QToolTip.hideText()
+        event = QHelpEvent(QEvent.Type.ToolTip, point, card.mapToGlobal(point))
+        QApplication.sendEvent(card, event)
+        return QToolTip.text() if QToolTip.isVisible() else ""
+
+    assert not card.busy.isHidden() and not card.pcie.isHidden()
+    assert tip_at(card.busy.rect.center()).startswith(card_texts.BUSY_TIP)
+    assert tip_at(card.pcie.rect.center()) == card_texts.PCIE_TIP
+    assert tip_at(card.util.rect.center()) == card_texts.UTIL_TIP
+    between = QPoint(card.width() // 2, 3)                 # the card's edge: no part there
+    assert card.part_at(between.x(), between.y()) is None
+    event = QHelpEvent(QEvent.Type.ToolTip, between, card.mapToGlobal(between))
+    QApplication.sendEvent(card, event)
+    assert not event.isAccepted()                         # no tooltip of its own
+    qtbot.mouseMove(card, card.pcie.rect.center())
+    assert card.accessibleName().startswith("GPU 0 ")
+    assert card.focusPolicy() & Qt.FocusPolicy.TabFocus
