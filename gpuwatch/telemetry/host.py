@@ -9,8 +9,9 @@ What a tick costs is what a monitor costs, so the work is split by how often it 
   zombie has exited), its CPU time (CPU % is the change since the previous tick, so the
   first reading is None: unknown, not 0) and its start time: one that differs from the
   start the facts were read with is a recycled pid, whose facts are read again.
-  ``/proc/<pid>/statm`` gives the resident set size (every tenth tick only while
-  nobody looks at it: :meth:`PsutilHost.set_detail`). psutil reads the same files with
+  ``/proc/<pid>/statm`` gives the resident set size. While nobody looks at them
+  (:meth:`PsutilHost.set_detail`), both are read every tenth tick only, and one poll of
+  the processes' pidfds tells each tick which have exited. psutil reads the same files with
   a process object, a context manager and a named tuple per call, and needs a second
   process object to notice a recycled pid: several times the cost (docs/cost.md).
 - Where there is no ``/proc`` the tick asks psutil instead (one fresh process object,
@@ -33,8 +34,9 @@ from typing import NamedTuple
 
 import psutil
 
+from gpuwatch.telemetry.exit_watch import ExitWatch
 from gpuwatch.telemetry.hostinfo import HostProcess, container_from_cgroup
-from gpuwatch.telemetry.proc_files import Denied, ProcFiles
+from gpuwatch.telemetry.proc_files import Denied, ProcFiles, default_max_open
 
 # The kernel's inode number of the initial PID namespace (PROC_PID_INIT_INO).
 _INITIAL_PID_NAMESPACE_INODE = 0xEFFFFFFC
@@ -65,6 +67,7 @@ class _Known:
     container: str | None
     started_at_s: float | None
     cpu_s: float | None = None    # CPU time at the previous reading
+    cpu_percent: float | None = None   # the CPU % worked out then
     rss_bytes: int | None = None  # the last resident set read
     read_at: float = 0.0          # when that was (the host's timer)
     # Read again next tick: an empty command line that could be read is a process caught
@@ -119,18 +122,27 @@ class PsutilHost:
         # descriptors kept open on the real /proc only: in a test's tree of files, a
         # kept descriptor would go on reading a file that was replaced
         self._files = ProcFiles(proc_root, keep=proc_root == "/proc")
+        # while nobody looks, one poll of pidfds tells which processes exited
+        self._watch = ExitWatch(default_max_open() if use_proc and proc_root == "/proc"
+                                else 0)
         self._rss_every = 1
         self._ticks = 0
         self._want_rss = True
 
     def set_detail(self, full: bool) -> None:
-        """``full=False`` while nobody looks at the resident sets (the window in the
-        tray): they are read every tenth tick instead of every tick. State, CPU time and
-        identity are read every tick either way."""
+        """``full=False`` while nobody looks at the CPU % and resident sets (the window
+        in the tray, ``record`` without ``--json``): they are read every tenth tick, the
+        last reading standing between. A process's exit, and so a recycled pid, is
+        still noticed every tick: through one poll of the processes' pidfds
+        (:mod:`gpuwatch.telemetry.exit_watch`), or where there are none by reading its
+        ``stat`` every tick as with full detail."""
         self._rss_every = 1 if full else 10
+        if full:
+            self._watch.close()
 
     def close(self) -> None:
         self._files.close()
+        self._watch.close()
 
     def pid_namespace_isolated(self) -> bool:
         return self._isolated
@@ -144,19 +156,38 @@ class PsutilHost:
         now = self._timer()
         self._ticks += 1
         self._want_rss = self._ticks % self._rss_every == 0
+        resting = self._rss_every > 1
+        watch = self._watch
+        # resting between readings: a watched process that has not exited is the same
+        # process with the same facts, and its last CPU % and resident set stand
+        exited = watch.exited() if resting and not self._want_rss else None
         for pid in wanted:
+            known = known_all.get(pid)
+            if resting:
+                if exited is not None and known is not None and not known.retries_left \
+                        and pid not in exited and watch.watching(pid):
+                    out[pid] = HostProcess(known.name, known.cmdline, known.user,
+                                           known.container, known.cpu_percent,
+                                           known.rss_bytes, known.started_at_s)
+                    continue
+                if exited is not None and pid in exited:
+                    watch.forget(pid)          # whoever holds the pid now is read below
+                # watched before it is read: the pidfd is then of the process read, or
+                # of one before it that has exited since (and polls as exited)
+                watch.watch(pid)
             try:
                 reading = self._read(pid)
             except _GONE:
                 known_all.pop(pid, None)
                 self._files.forget(pid)
+                watch.forget(pid)
                 continue
             except (_Denied, psutil.AccessDenied):
                 reading = None
             if reading is not None and reading.exited:
                 known_all.pop(pid, None)        # a zombie: it has exited, left unreaped
+                watch.forget(pid)
                 continue
-            known = known_all.get(pid)
             if (known is None or (reading is not None and known.start != reading.start)
                     or known.retries_left):
                 known = self._learn(pid, reading, known)   # new, recycled, or unfinished
@@ -174,12 +205,15 @@ class PsutilHost:
                     cpu = max(0.0, (reading.cpu_s - last) / (now - known.read_at) * 100.0)
                 known.cpu_s = reading.cpu_s
                 known.read_at = now
+            known.cpu_percent = cpu
             out[pid] = HostProcess(known.name, known.cmdline, known.user, known.container,
                                    cpu, rss, known.started_at_s)
         if len(known_all) > len(out):
             for pid in [p for p in known_all if p not in wanted]:
                 del known_all[pid]
             self._files.keep_only(wanted)
+        if len(watch) > len(out):
+            watch.keep_only(set(out))
         return out
 
     def _read_proc(self, pid: int) -> _Reading:
