@@ -52,3 +52,45 @@ def test_labels_are_local_clock_times() -> None:
     midnight = time.mktime((2026, 12, 3, 0, 0, 0, 0, 0, -1))
     assert tick_label(midnight, 3600) == time.strftime("%a %d", time.localtime(midnight))
     assert tick_label(midnight, 60) == "00:00"
+
+
+def _ops(axis) -> list[tuple]:
+    """The axis's drawing, comparable: fills and texts with their places."""
+    out = []
+    for op in axis._ops:
+        if op[0] == "fill":
+            out.append(("fill", op[1].getRect(), op[2].rgba()))
+        elif op[0] == "text":
+            out.append(("text", op[1].x(), op[1].y(), op[2].text()))
+    return out
+
+
+@pytest.mark.parametrize("window_s", [60, 600, 3600, 86400])
+def test_an_axis_moved_sample_by_sample_draws_what_a_fresh_one_does(qtbot, window_s) -> None:
+    """Labels are kept per tick as the window moves; what is drawn must not depend on
+    where the axis was before."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QColor
+
+    from gpuwatch.ui.widgets.axes import fast_axes
+
+    def plot(x0: float) -> pg.PlotWidget:
+        widget = pg.PlotWidget(axisItems=fast_axes())
+        qtbot.addWidget(widget)
+        widget.showGrid(x=True, y=True, alpha=0.3)
+        widget.getPlotItem().getAxis("bottom").set_background(QColor("#ffffff"))
+        widget.resize(700, 250)
+        widget.setXRange(x0, x0 + window_s, padding=0)
+        widget.show()
+        widget.grab()
+        return widget
+
+    start = time.mktime((2026, 12, 2, 23, 50, 0, 0, 0, -1))
+    step = window_s / 400
+    moving = plot(start)
+    for k in range(1, 40):
+        moving.setXRange(start + 7 * k * step, start + 7 * k * step + window_s, padding=0)
+        moving.grab()
+    fresh = plot(start + 7 * 39 * step)
+    axis, again = (p.getPlotItem().getAxis("bottom") for p in (moving, fresh))
+    assert axis.label_texts() and _ops(axis) == _ops(again)
