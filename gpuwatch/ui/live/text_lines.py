@@ -48,9 +48,25 @@ def known_text(font: QFont, font_key: str, metrics: QFontMetricsF,
     return made
 
 
+_ELIDED: dict[tuple[str, str, float], str] = {}   # (font key, text, room) -> cut text
+
+
+def elided_text(metrics: QFontMetricsF, font_key: str, text: str, room: float) -> str:
+    """``text`` cut with an ellipsis to ``room`` px (remembered: a legend too long for its
+    card is cut at the same place sample after sample)."""
+    key = (font_key, text, room)
+    cut = _ELIDED.get(key)
+    if cut is None:
+        if len(_ELIDED) >= KNOWN_TEXTS:
+            _ELIDED.clear()
+        cut = _ELIDED[key] = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room)
+    return cut
+
+
 def forget_texts() -> None:
     """Drop the remembered texts (tests start from none)."""
     _KNOWN.clear()
+    _ELIDED.clear()
 
 
 def _color(name: str) -> QColor:
@@ -157,9 +173,15 @@ class RunLines:
                         p.drawText(QPointF(left + x, top + y + self._ascent[run.bold]),
                                    run.text)
                     continue
-                fm = self._metrics[run.bold]
-                text = fm.elidedText(run.text, Qt.TextElideMode.ElideRight, max(0.0, right - x))
-                p.drawText(QPointF(left + x, top + y + fm.ascent()), text)
+                bold = run.bold
+                text = elided_text(self._metrics[bold], self._keys[bold], run.text,
+                                   max(0.0, right - x))
+                cut = known_text(self._fonts[bold], self._keys[bold], self._metrics[bold],
+                                 text)[0]
+                if cut is None:
+                    p.drawText(QPointF(left + x, top + y + self._ascent[bold]), text)
+                else:
+                    p.drawStaticText(QPointF(left + x, top + y), cut)
                 break
 
 
