@@ -71,6 +71,9 @@ def test_the_file_size_follows_the_samples_while_the_label_is_seen(
     assert sample_later(5.0, 3) == hidden                 # out of sight: left alone
     window.show()
     assert sample_later(1.0, 4) == f"● Recording · {format_bytes(size[0])}"
+    window.showMinimized()
+    minimised = rec.label.text()
+    assert sample_later(5.0, 5) == minimised              # minimised: out of sight too
     rec.close()
 
 

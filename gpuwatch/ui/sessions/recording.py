@@ -287,7 +287,8 @@ class RecordingController(QObject):
         the label can be seen: driven by the samples rather than a timer of its own, so
         the window repaints once a sample and a window in the tray is never woken."""
         now = time.monotonic()
-        if now - self._size_shown_at >= SIZE_REFRESH_MS / 1000 and self.label.isVisible():
+        seen = self.label.isVisible() and not self.window.isMinimized()
+        if now - self._size_shown_at >= SIZE_REFRESH_MS / 1000 and seen:
             self._size_shown_at = now
             self._update_label()
 
