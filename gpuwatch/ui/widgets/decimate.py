@@ -150,6 +150,9 @@ def bucket_minmax(t: np.ndarray, y: np.ndarray, width: float, origin: float = 0.
     return out_x, out_y
 
 
+_ROWS_AT_ONCE = 1 << 17    # padded values read in one go: more spill out of the CPU's cache
+
+
 def _ordered_extremes(y: np.ndarray, starts: np.ndarray, counts: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(maximum came first, minimum, maximum) of the runs ``y[..., start:start + count]``,
@@ -157,10 +160,11 @@ def _ordered_extremes(y: np.ndarray, starts: np.ndarray, counts: np.ndarray
     one padded array (a run's last sample repeated, which moves no extreme), unless
     their lengths differ so much that the padding would cost more than the data."""
     m = int(counts.max())
-    if y.ndim > 1 and len(counts) * m > 4 * int(counts.sum()) + 64:
+    padded = len(counts) * m
+    if y.ndim > 1 and (padded > 4 * int(counts.sum()) + 64 or padded * len(y) > _ROWS_AT_ONCE):
         rows = [_ordered_extremes(row, starts, counts) for row in y]
         return tuple(np.stack(parts) for parts in zip(*rows, strict=True))  # type: ignore
-    if len(counts) * m <= 4 * int(counts.sum()) + 64:
+    if padded <= 4 * int(counts.sum()) + 64:
         index = np.minimum(starts[:, None] + np.arange(m), (starts + counts - 1)[:, None])
         rows = y[..., index]
         if np.isnan(np.add.reduce(rows, axis=None)):
