@@ -43,6 +43,7 @@ class CardFrame(QFrame):
         self._pens: tuple | None = None
         self.parts: list[Part] = []            # painted by the card, in this order
         self._covered: QRegion | None = None   # what the parts' own backgrounds cover
+        self._styled = False      # the style sheet gives the card a background to draw
 
     # painting and input ------------------------------------------------------------
     def _outline_pens(self, c: theme.Colors) -> tuple:
@@ -58,14 +59,16 @@ class CardFrame(QFrame):
         region = event.region()   # type: ignore[attr-defined]
         # Qt draws a style sheet's background itself before every paint of the card; the
         # first paint after a (re)polish lets it, then the card draws it (the same call)
-        styled = self.testAttribute(Qt.WidgetAttribute.WA_StyledBackground)
-        if styled:
+        by_qt = self.testAttribute(Qt.WidgetAttribute.WA_StyledBackground)
+        if by_qt:
             self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, False)
+            self._styled = True
         p = QPainter(self)
         edge = not self.rect().adjusted(EDGE, EDGE - 4, -EDGE, 4 - EDGE).contains(dirty)
         # inside the edge, the parts paint their own background: the card's is drawn only
         # where the dirty region reaches past them (a clipped rounded fill costs ~30 µs)
-        if not styled and (edge or not region.subtracted(self._covered_region()).isEmpty()):
+        if self._styled and not by_qt and (
+                edge or not region.subtracted(self._covered_region()).isEmpty()):
             option = QStyleOption()
             option.initFrom(self)
             self.style().drawPrimitive(QStyle.PrimitiveElement.PE_Widget, option, p, self)
@@ -118,7 +121,9 @@ class CardFrame(QFrame):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             for part in self.parts:
-                part.set_font(self.font())   # type: ignore[attr-defined]
+                part.set_font(self.font())
+        elif event.type() == QEvent.Type.StyleChange:    # a new style sheet, repolished
+            self._styled = self.testAttribute(Qt.WidgetAttribute.WA_StyledBackground)
 
     def enterEvent(self, event: object) -> None:
         self._hover = True

@@ -14,7 +14,7 @@ tooltip is shown by the card for the part's rectangle.
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QLayoutItem, QWidget
 
 from gpuwatch.ui.live.text_lines import Run, RunLines, lines_height
@@ -119,6 +119,9 @@ class Part(QLayoutItem):
         """Whether :meth:`paint` fills the whole rectangle."""
         return False
 
+    def set_font(self, font: QFont) -> None:
+        """The card's font changed."""
+
     def paint(self, p: QPainter) -> None:
         raise NotImplementedError
 
@@ -158,8 +161,8 @@ class TextPart(Part):
             return QSize(0, 0)
         return QSize(MAX_SIZE, self._height)
 
-    def set_font(self, font: object) -> None:
-        self.runs.set_font(font)   # type: ignore[arg-type]
+    def set_font(self, font: QFont) -> None:
+        self.runs.set_font(font)
         self._room = self.runs.natural
         self._height = lines_height(self.runs.step, len(self.runs.lines), self._fit_text)
         self.relayout()
