@@ -118,6 +118,7 @@ class SessionReader:
             raise SessionFileError(str(self.path), schema.describe_database_error(exc)) \
                 from None
         self._time_bases: dict[int, np.ndarray] = {}
+        self._all_changes: tuple[np.ndarray, np.ndarray] | None = None
 
     def close(self) -> None:
         self._conn.close()
@@ -313,9 +314,7 @@ class SessionReader:
         if not gpu:
             return np.empty(0), np.empty(0)
         base = self._time_base(gpu[0][0])
-        data, _ = self._series("process_change", ("sample", "used_bytes", "listed"),
-                               ("int!", "bytes", "int!"), "WHERE process_id = ?",
-                               (process_id,), order="sample, rowid")
+        data = self._changes_of(process_id)
         sample = data[:, 0]
         bad = (sample < 0) | (sample != np.floor(sample))
         if bad.any():
@@ -326,6 +325,29 @@ class SessionReader:
                                "is not a sample number")
         return process_changes.expand(base, sample.astype(np.int64), data[:, 1],
                                       data[:, 2] != 0)
+
+    def _changes_of(self, process_id: int) -> np.ndarray:
+        """A process's process_change rows (sample, used_bytes, listed) in order. Through
+        the index where the file has it (closed files); else every row is read once, in
+        order, and each process takes its slice, rather than scanning the table once
+        per process (a file being recorded, or one a crash cut short)."""
+        columns, kinds = ("sample", "used_bytes", "listed"), ("int!", "bytes", "int!")
+        if self._has_index(schema.INDEX_PROCESS_CHANGES):
+            return self._series("process_change", columns, kinds, "WHERE process_id = ?",
+                                (process_id,), order="sample, rowid")[0]
+        if self._all_changes is None:
+            data, _ = self._series("process_change", ("process_id", *columns),
+                                   ("int!", *kinds), "", (),
+                                   order="process_id, sample, rowid")
+            self._all_changes = (data[:, 0], data[:, 1:])
+        ids, rows = self._all_changes
+        first, last = np.searchsorted(ids, (process_id, process_id + 1))
+        return rows[first:last]
+
+    def _has_index(self, name: str) -> bool:
+        with self._query() as c:
+            return c.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                             (name,)).fetchone() is not None
 
     def _time_base(self, gpu: int) -> np.ndarray:
         """The times of a GPU's samples in the order they were written: position n is

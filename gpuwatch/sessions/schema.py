@@ -70,7 +70,6 @@ CREATE TABLE gpu_sample (
     temperature_c REAL,
     power_w REAL
 );
-CREATE INDEX gpu_sample_by_gpu ON gpu_sample (gpu, t_s);
 CREATE TABLE hint (
     id INTEGER PRIMARY KEY,
     code TEXT NOT NULL,
@@ -100,6 +99,10 @@ CREATE TABLE budget_link (
 );
 """
 
+_GPU_INDEX = """
+CREATE INDEX IF NOT EXISTS gpu_sample_by_gpu ON gpu_sample (gpu, t_s);
+"""
+
 _PROCESS = """
 CREATE TABLE process (
     id INTEGER PRIMARY KEY,
@@ -123,7 +126,7 @@ CREATE TABLE process_sample (
     used_bytes INTEGER
 );
 CREATE INDEX process_sample_by_process ON process_sample (process_id, t_s);
-"""
+""" + _GPU_INDEX
 
 # version 2: a process_change row only where a process's memory or presence changes
 SCHEMA_V2 = _COMMON + _PROCESS.format(
@@ -135,7 +138,15 @@ CREATE TABLE process_change (
     used_bytes INTEGER,                  -- held from that sample on, until the next row
     listed INTEGER NOT NULL              -- 1: listed from that sample on; 0: missing
 );
-CREATE INDEX process_change_by_process ON process_change (process_id, sample);
+"""
+
+# Built when a version-2 file is closed, not while it is written: kept up to date on
+# every commit, they made each second's commit write ~25 times the pages (every
+# process's new row lands on its own page of the process index). A file that was not
+# closed (being recorded, or cut short by a crash) is read without them.
+INDEX_PROCESS_CHANGES = "process_change_by_process"
+READ_INDEXES_V2 = _GPU_INDEX + f"""
+CREATE INDEX IF NOT EXISTS {INDEX_PROCESS_CHANGES} ON process_change (process_id, sample);
 """
 
 

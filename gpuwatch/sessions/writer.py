@@ -309,7 +309,8 @@ class SessionWriter:
             self._ended.popitem(last=False)
 
     def close(self, ended_at_s: float | None) -> None:
-        """Mark the end, and fold the WAL back in so the session is one shareable file."""
+        """Mark the end, build the indexes a reader uses (:data:`schema.READ_INDEXES_V2`),
+        and fold the WAL back in so the session is one shareable file."""
         if self._started is not None:
             end = ended_at_s if ended_at_s is not None else self._started + self._last_t
             self._conn.execute("UPDATE session SET ended_at_s=? WHERE id=1", (end,))
@@ -320,6 +321,8 @@ class SessionWriter:
                                (self._last_t,))
         try:
             self.commit()
+            with contextlib.suppress(sqlite3.Error):   # no room for them: read without
+                self._conn.executescript(schema.READ_INDEXES_V2)
             with contextlib.suppress(sqlite3.Error):   # a reader holds it: the WAL stays
                 self._conn.execute("PRAGMA journal_mode=DELETE")
         finally:

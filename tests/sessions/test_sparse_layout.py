@@ -237,6 +237,7 @@ def test_any_samples_read_as_they_were_written(ops):
         dense, sparse = write_both(Path(tmp), ops)
         got = reading(sparse)
         assert got == reading(dense)
+        assert reading(without_read_indexes(sparse, Path(tmp) / "bare.sqlite")) == got
     expected = listed_series(ops)
     processes = got["processes"]
     assert len(processes) == len(expected)
@@ -244,6 +245,44 @@ def test_any_samples_read_as_they_were_written(ops):
         assert (row["gpu"], row["pid"]) == key[:2]
         t, used = got[f"process {row['id']}"]
         assert list(zip(t[1], used[1], strict=True)) == series
+
+
+def without_read_indexes(path, copy):
+    """A copy of a closed session as one cut short would be: without the indexes built
+    at close."""
+    shutil.copyfile(path, copy)
+    with sqlite3.connect(copy) as conn:
+        for name in ("process_change_by_process", "gpu_sample_by_gpu"):
+            conn.execute(f"DROP INDEX {name}")
+    conn.close()
+    return copy
+
+
+def test_the_read_indexes_are_built_at_close_not_on_every_commit(tmp_path):
+    """Kept up to date on each commit, the process index put every process's new row on
+    a page of its own: the commit of a second wrote ~25 times the pages."""
+    path = tmp_path / "s.gpuwatch.sqlite"
+    ops = [("snapshot", snapshot(t, gpu(0, [proc(pid, 0, (t + pid) * GIB)
+                                           for pid in range(8)]))) for t in range(5)]
+    writer = write(path, [*ops, ("commit", None)], dense=False, close=False)
+
+    def indexes() -> set[str]:
+        with sqlite3.connect(path) as conn:
+            names = {n for (n,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index'")}
+        conn.close()
+        return names
+
+    try:
+        assert indexes() == set()
+        with SessionReader(path) as r:           # read while being recorded
+            while_written = [r.process_series(p.id)[1].tolist() for p in r.processes()]
+    finally:
+        writer.close(None)
+    assert indexes() == {"process_change_by_process", "gpu_sample_by_gpu"}
+    with SessionReader(path) as r:
+        assert [r.process_series(p.id)[1].tolist() for p in r.processes()] == while_written
+    assert while_written[3] == [float((t + 3) * GIB) for t in range(5)]
 
 
 def listed_series(ops: list) -> dict:
