@@ -28,7 +28,9 @@ from gpuwatch.ui.widgets import theme
 _COLORS: dict[str, QColor] = {}
 # (font key, text) -> (its laid-out static text, or None while seen once; its advance)
 _KNOWN: dict[tuple[str, str], tuple[QStaticText | None, float]] = {}
-KNOWN_TEXTS = 8192      # remembered at most; all forgotten at once past that
+# remembered at most, all forgotten at once past that: a laid-out text takes ~1.5 KB, so
+# the texts of eight cards (~1,300 distinct in a sawtooth hour) stay under ~3 MB
+KNOWN_TEXTS = 2048
 
 
 def known_text(font: QFont, font_key: str, metrics: QFontMetricsF,
