@@ -66,3 +66,16 @@ def test_dropped_lines_leave_the_plot(plot) -> None:
     marks.drop()
     assert lines[1].scene() is None and not marks.lines
     plot.setYRange(0, 50, padding=0)                # no line left listening
+
+
+def test_a_line_moved_to_another_value_is_drawn_there(plot) -> None:
+    marks = MarkLines(plot)
+    marks.update({1.0: 80.0}, lambda key: "predicted peak")
+    (line,) = marks.lines.values()
+    line.set_value(40.0)
+    vb = plot.getViewBox()
+    assert line.value() == 40.0
+    assert line.mapToScene(line.boundingRect().center()).y() == pytest.approx(
+        vb.mapViewToScene(QPointF(1300, 40.0)).y(), abs=0.5)
+    assert line.label.sceneBoundingRect().bottom() == pytest.approx(
+        vb.mapViewToScene(QPointF(1300, 40.0)).y(), abs=1.0)

@@ -51,6 +51,12 @@ class MarkLine(pg.GraphicsObject):
     def value(self) -> float:
         return self._value
 
+    def set_value(self, value: float) -> None:
+        """Move the line to ``value`` (in the plot's unit)."""
+        if value != self._value:
+            self._value = value
+            self._place()
+
     def set_label_at(self, at: float) -> None:
         """Put the label ``at`` this fraction of the way along the line."""
         if at != self._at:
