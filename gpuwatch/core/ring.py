@@ -10,6 +10,13 @@ import numpy as np
 PROCESS_COLUMNS: Mapping[str, type] = {"timestamp_s": np.float64, "used_bytes": np.float64}
 
 
+def _filled(size: int, dtype: type | np.dtype) -> np.ndarray:
+    """A column of ``size`` unknown values (NaN; 0 for a column of integers), every page
+    written."""
+    unknown = np.nan if np.issubdtype(dtype, np.inexact) else 0
+    return np.full(size, unknown, dtype=dtype)
+
+
 class Ring:
     """Columns of equal length in a circular buffer; reads come back oldest first."""
 
@@ -19,9 +26,11 @@ class Ring:
         self.capacity = capacity
         self._size = capacity if initial is None else max(1, min(initial, capacity))
         self._names = tuple(columns)
-        # Rows are only read once written, so the buffer is left as it comes: its pages
-        # take memory as rows reach them, not all up front (5 MB a GPU for a day at 1 Hz).
-        self._arrays = [np.empty(self._size, dtype=dt) for dt in columns.values()]
+        # Filled (NaN) when made, though rows are only read once written: a buffer left
+        # as it comes takes its pages as rows reach them, so a GPU's day at 1 Hz (5 MB)
+        # would add to the resident set all day long, which reads as a leak. Filled, the
+        # memory it will hold is taken at once and stays flat.
+        self._arrays = [_filled(self._size, dt) for dt in columns.values()]
         self._start = 0   # index of the oldest row
         self._len = 0
 
@@ -35,7 +44,7 @@ class Ring:
     def _grow(self) -> None:
         new_size = min(self.capacity, self._size * 2)
         for i, arr in enumerate(self._arrays):
-            grown = np.full(new_size, np.nan, dtype=arr.dtype)
+            grown = _filled(new_size, arr.dtype)
             grown[: self._size] = np.concatenate([arr[self._start:], arr[: self._start]])
             self._arrays[i] = grown
         self._start = 0
