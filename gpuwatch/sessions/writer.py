@@ -33,6 +33,11 @@ HINT_CRITICAL_EVENT = "hint-critical"     # event kind: a hint opened as, or tur
 # Ended processes remembered, so one that misses a single listing comes back on its own
 # row; older ones are forgotten, so a day of short jobs does not grow the writer.
 ENDED_REMEMBERED = 1024
+# The writer's page cache, KiB. SQLite's default (2,000 KiB) fills as the file grows
+# and stays full: 2 MB more in a window that records, taken over its first hours. The
+# writer appends at the right edge of each table and index and reads back little, so
+# a small cache serves it (the pages it evicts stay in the system's file cache).
+WRITER_CACHE_KIB = 256
 
 ProcessKey = tuple[int, int, float | None]      # (gpu, pid, started at)
 
@@ -78,6 +83,7 @@ class SessionWriter:
         self._live = hold_live_lock(path)
         try:
             self._conn = schema.create(path)
+            self._conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         except BaseException:
             self._live.release()
             raise
