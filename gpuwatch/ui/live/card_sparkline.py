@@ -101,34 +101,44 @@ class Sparkline(QWidget):
 
     def _one_more_row(self, ring: Ring | None, w: int, now_s: float,
                       total: float | None) -> bool:
-        """The common sample, folded in without arrays: one new row, in the newest
-        column, at the same capacity and width. False: the full fold is needed."""
+        """The common sample, folded in without a full fold: one new row, in the newest
+        column, at the same capacity and width; the columns move left by the buckets the
+        clock moved on since (an empty column each). False: the full fold is needed."""
         kept = self._buckets
         if kept is None or ring is None or kept[4] is not ring or kept[0] != w or \
-                kept[6] is None or not total or total != self._total:
+                kept[6] is None or not total or total != self._total or self._ys.size != w:
             return False
         dt = self.span_s / w
         first = math.floor(now_s / dt) - w + 1
-        newest = ring.column("timestamp_s", last=2)     # one row past the kept newest?
-        if first != kept[1] or newest.size != 2 or newest[0] != kept[6] or \
+        shift = first - kept[1]
+        newest = ring.column("timestamp_s", last=2).tolist()   # one row past the kept newest?
+        if not 0 <= shift < w or len(newest) != 2 or newest[0] != kept[6] or \
                 not newest[1] > kept[6] or math.floor(newest[1] / dt) - first != w - 1:
             return False
-        t, used = float(newest[1]), ring.last("used_bytes")
-        peaks, seen = kept[2], kept[3]
+        t, used = newest[1], ring.last("used_bytes")
+        peaks, seen, ys = kept[2], kept[3], self._ys       # peaks and seen: ours, in place
+        if shift:
+            peaks = np.concatenate((peaks[shift:], np.full(shift, np.nan)))
+            seen = np.concatenate((seen[shift:], np.zeros(shift, dtype=bool)))
+            ys = np.concatenate((ys[shift:], np.full(shift, NO_ROW, dtype=np.int16)))
         self._buckets = (w, first, peaks, seen, ring, len(ring), t)
         seen[-1] = True
+        peak = float(peaks[-1])
+        y = None
         if used is None or math.isnan(used):
-            y = UNKNOWN if math.isnan(peaks[-1]) else None
-        elif used > peaks[-1] or math.isnan(peaks[-1]):
+            if math.isnan(peak):
+                y = UNKNOWN
+        elif used > peak or math.isnan(peak):
             peaks[-1] = used
             y = round((1.0 - min(used / total, 1.0)) * (self.HEIGHT - 3)) + 1
-        else:
-            return True                        # the column's peak stands
-        if y is not None and y != self._ys[-1]:
-            ys = self._ys.copy()
+        if y is not None and y != ys[-1]:
+            if not shift:
+                ys = ys.copy()
             ys[-1] = y
-            self._ys_key, self._ys = ys.tobytes(), ys
-            self.update()
+        elif not shift:
+            return True                        # no pixel moved
+        self._ys_key, self._ys = ys.tobytes(), ys
+        self.update()
         return True
 
     def _fold(self, ring: Ring, w: int, now_s: float) -> tuple[np.ndarray, np.ndarray]:
