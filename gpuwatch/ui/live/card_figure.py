@@ -10,14 +10,17 @@ made when the text or the font changes, not when it paints. A painted part of th
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPointF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QStaticText
-from PySide6.QtWidgets import QWidget
 
 from gpuwatch.ui.live.card_parts import MAX_SIZE, Part
 from gpuwatch.ui.live.text_lines import known_text
 from gpuwatch.ui.widgets import theme
+
+if TYPE_CHECKING:
+    from gpuwatch.ui.live.card_frame import CardFrame
 
 # The big text's size as a multiple of the widget's font, largest first.
 STEPS = (1.6, 1.45, 1.3, 1.2)
@@ -25,7 +28,7 @@ GAP = 4       # px between the big text and the small word
 
 
 class BigFigure(Part):
-    def __init__(self, card: QWidget, align_right: bool = False):
+    def __init__(self, card: CardFrame, align_right: bool = False):
         super().__init__(card)
         self._big = ""
         self._small = ""
@@ -66,7 +69,7 @@ class BigFigure(Part):
         """The colour under the text."""
         if color != self._background:
             self._background = None if color is None else QColor(color)
-            self.card.parts_moved()   # type: ignore[attr-defined]
+            self.card.parts_moved()
             self.update()
 
     def text(self) -> str:

@@ -13,6 +13,8 @@ tooltip is shown by the card for the part's rectangle.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QLayoutItem, QWidget
@@ -20,13 +22,16 @@ from PySide6.QtWidgets import QLayoutItem, QWidget
 from gpuwatch.ui.live.text_lines import Run, RunLines, lines_height
 from gpuwatch.ui.widgets import theme
 
+if TYPE_CHECKING:
+    from gpuwatch.ui.live.card_frame import CardFrame
+
 MAX_SIZE = 16777215      # QWIDGETSIZE_MAX: no limit
 
 
 class Part(QLayoutItem):
     """A rectangle of ``card`` placed by its layout and painted by it."""
 
-    def __init__(self, card: QWidget):
+    def __init__(self, card: CardFrame):
         super().__init__()
         self.card = card
         self.rect = QRect()
@@ -50,7 +55,7 @@ class Part(QLayoutItem):
         if rect != self.rect:
             self.card.update(self.rect)     # where it was
             self.rect = QRect(rect)
-            self.card.parts_moved()   # type: ignore[attr-defined]
+            self.card.parts_moved()
             self.update()
 
     def isEmpty(self) -> bool:
@@ -79,7 +84,7 @@ class Part(QLayoutItem):
 
     def setVisible(self, visible: bool) -> None:
         if visible != (not self._hidden):
-            self.card.parts_moved()   # type: ignore[attr-defined]
+            self.card.parts_moved()
             if self._hidden:
                 self._hidden = False
                 self.update()
@@ -133,7 +138,7 @@ class TextPart(Part):
     layout); otherwise it takes whatever width it gets, and a line wider than that is
     cut with an ellipsis. Either way its height follows its line count."""
 
-    def __init__(self, card: QWidget, fit_text: bool = False, align_right: bool = False):
+    def __init__(self, card: CardFrame, fit_text: bool = False, align_right: bool = False):
         super().__init__(card)
         self.runs = RunLines(card.font())
         self._room = 0           # the widest text so far: the width this part asks for
@@ -209,7 +214,7 @@ class TextPart(Part):
         if text != self._color or background != self._background:
             self._color = None if text is None else QColor(text)
             self._background = None if background is None else QColor(background)
-            self.card.parts_moved()   # type: ignore[attr-defined]
+            self.card.parts_moved()
             self.update()
 
     def opaque(self) -> bool:

@@ -388,8 +388,8 @@ class GpuCard(CardFrame):
         for part in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
             grid.removeItem(part)
         if compact:
-            places = ((self.util, 0, 0, 1), (self.busy, 0, 1, 1), (self.pcie, 1, 0, 2),
-                      (self.nvlink, 2, 0, 2))
+            places: tuple = ((self.util, 0, 0, 1), (self.busy, 0, 1, 1), (self.pcie, 1, 0, 2),
+                             (self.nvlink, 2, 0, 2))
         else:
             places = ((self.busy, 0, 0, 1), (self.bandwidth, 0, 1, 1), (self.util, 1, 0, 1),
                       (self.pcie, 1, 1, 1), (self.nvlink, 2, 1, 1))

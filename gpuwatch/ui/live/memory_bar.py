@@ -177,7 +177,7 @@ class MemoryBar(QWidget):
         self._laid_out = (w, measured, predicted)
         return measured, predicted
 
-    def _spans(self, c: theme.Colors) -> tuple:
+    def _spans(self, c: theme.Colors) -> list:
         """(the column each segment ends before, the runs of columns of one colour as
         (colour, end), the pixel row or None until painted, the drawn key). Each pixel
         column takes the colour of the segment under its centre (as a fill of the
@@ -217,7 +217,8 @@ class MemoryBar(QWidget):
                        for i, seg in enumerate(segments)
                        if seg.pattern is not solid or seg.label)
         spans = tuple((cols[i - 1] if i else 0, cols[i]) for i, *_ in marked) if cols else ()
-        made = [tuple(cols), runs, None, (self.width(), tuple(map(tuple, runs)), marked, spans)]
+        made: list = [tuple(cols), runs, None,
+                      (self.width(), tuple(map(tuple, runs)), marked, spans)]
         self._columns_of = (w, self._generation, c, made)
         return made
 
