@@ -309,14 +309,15 @@ class MemoryBar(QWidget):
     def _marked(self, solid: Qt.BrushStyle) -> list[tuple[QRectF, Segment]]:
         """The hatched or labelled segments of the measured row with their rectangles, on
         the pixel row's columns: the others (a process each) need none."""
-        edges = self._edges
-        if edges is None:
+        if self._edges is None:
             return []
+        made = self._spans(theme.colors())
+        cols, marked = made[0], made[3][2]
         out = []
-        for i, seg in enumerate(self._segments):
-            if seg.pattern is not solid or seg.label:
-                left = float(edges[i - 1]) if i else 0.0
-                out.append((QRectF(left, 0.0, float(edges[i]) - left, self.BAR_HEIGHT), seg))
+        for i, *_ in marked:
+            left = float(cols[i - 1]) if i else 0.0
+            out.append((QRectF(left, 0.0, float(cols[i]) - left, self.BAR_HEIGHT),
+                        self._segments[i]))
         return out
 
     def _draw_labels(self, p: QPainter, labelled: list[tuple[QRectF, Segment]]) -> None:
