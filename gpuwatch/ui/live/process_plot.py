@@ -24,6 +24,7 @@ from gpuwatch.ui.live.text_lines import Run, TextLines
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
 from gpuwatch.ui.widgets.curve_canvas import CurveCanvas, aligned_range, plot_columns
+from gpuwatch.ui.widgets.plot_lines import MarkLine
 from gpuwatch.ui.widgets.plot_ranges import (
     StickyRange,
     label_px,
@@ -82,13 +83,11 @@ class ProcessPlot(QWidget):
         self._peak: float | None = None      # where the predicted-peak line is, if shown
         self.detail_plot.disableAutoRange(axis="y")
         self.detail_plot.getViewBox().sigResized.connect(lambda *_: self._fit_y())
-        self.peak_line = pg.InfiniteLine(angle=0, pen=self._peak_pen(),
-                                         label="predicted peak",
-                                         labelOpts={"position": 0.02,
-                                                    "color": peak_pen_color(),
-                                                    "anchors": [(0, 1), (0, 1)]})
-        self.detail_plot.addItem(self.peak_line)
-        cache_text_items(self.detail_plot)        # the line's label too, while it is in
+        # placed in the view's pixels: moving in time does not lay it and its label out
+        self.peak_line = MarkLine(self.detail_plot.getViewBox(), 0.0, "predicted peak",
+                                  self._peak_pen(), peak_pen_color())
+        self.peak_line.set_label_at(0.02)
+        cache_text_items(self.detail_plot)
         self._show_peak(None)
 
         layout = QVBoxLayout(self)
@@ -103,8 +102,7 @@ class ProcessPlot(QWidget):
 
     def restyle(self) -> None:
         restyle_plot(self.detail_plot)
-        self.peak_line.setPen(self._peak_pen())
-        self.peak_line.label.setColor(peak_pen_color())
+        self.peak_line.set_style(self._peak_pen(), peak_pen_color())
         c = theme.colors()
         # opaque: a new figure in the title repaints the title alone, not the panels under it
         self.detail_title.set_colors(QColor(c.muted), QColor(c.window))
@@ -194,19 +192,16 @@ class ProcessPlot(QWidget):
             self.detail_plot.setYRange(low, top, padding=0)
 
     def _show_peak(self, value: float | None) -> None:
-        """The predicted-peak line at ``value``, or out of the plot: a line in the plot
-        moves its label on every change of the view (each second), shown or not."""
+        """The predicted-peak line at ``value``, or out of the plot (a line left in the
+        plot would follow every change of its value range, shown or not)."""
         self._peak = value
         line = self.peak_line
-        attached = line.scene() is not None
         if value is None:
-            if attached:
-                self.detail_plot.removeItem(line)
+            line.detach()
             line.hide()
             return
-        line.setPos(value)
-        if not attached:
-            self.detail_plot.addItem(line)
+        line.set_value(value)
+        line.attach()
         line.show()
 
     def _style_detail(self, unit_name: str, pid: int) -> None:

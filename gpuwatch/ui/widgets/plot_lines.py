@@ -64,12 +64,29 @@ class MarkLine(pg.GraphicsObject):
             self._placed = None
             self._place()
 
+    def set_style(self, pen: QPen, color: Any) -> None:
+        """A new pen and label colour (the theme changed)."""
+        self._pen = pen
+        self.label.setColor(color)
+        self.update()
+
     def detach(self) -> None:
+        """Out of the plot: off its scene, no longer following the view."""
+        if self.scene() is None:
+            return
         self._vb.sigYRangeChanged.disconnect(self._place)
         self._vb.sigResized.disconnect(self._place)
-        scene = self.scene()
-        if scene is not None:
-            scene.removeItem(self)
+        self.scene().removeItem(self)
+
+    def attach(self) -> None:
+        """Back into the plot after :meth:`detach`."""
+        if self.scene() is not None:
+            return
+        self.setParentItem(self._vb)
+        self._vb.sigYRangeChanged.connect(self._place)
+        self._vb.sigResized.connect(self._place)
+        self._placed = None
+        self._place()
 
     def _place(self, *_: object) -> None:
         vb = self._vb
