@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtGui import QCloseEvent, QColor, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -355,6 +355,9 @@ class MainWindow(QMainWindow):
             self.plots.restyle()
             self.processes.restyle()
             self.cards.restyle()
+            # opaque: the figure that changes every sample repaints itself alone, not
+            # the status bar and the window beneath it
+            self.status_state.set_colors(None, QColor(colors.window))
         if initial or prefs.units != old.units:
             self.plots.set_units(self.units)
             self.processes.set_units(self.units)
