@@ -90,6 +90,7 @@ class RecordingController(QObject):
         self._size_shown_at = -math.inf       # monotonic time the file size was last shown
 
         self.label = QLabel()
+        self.label.setAutoFillBackground(True)   # repaints alone, not the bar beneath
         self.label.setToolTip("Session recording — Sessions menu to pause or browse")
         window.statusBar().addPermanentWidget(self.label)
         self.pause_action = QAction("Pause recording", self)
@@ -296,6 +297,10 @@ class RecordingController(QObject):
         text = self.label_text()
         if text != self.label.text():
             self.label.setText(text)
+            # the room only grows: a size a digit narrower would move the status bar's
+            # other parts and repaint it all
+            self.label.setMinimumWidth(max(self.label.minimumWidth(),
+                                           self.label.sizeHint().width()))
             self.label.setToolTip(
                 f"{text}\n{self.path}" if self.path is not None and self.state != "off"
                 else f"{text} — Sessions menu to browse")
