@@ -94,3 +94,23 @@ def test_an_axis_moved_sample_by_sample_draws_what_a_fresh_one_does(qtbot, windo
     fresh = plot(start + 7 * 39 * step)
     axis, again = (p.getPlotItem().getAxis("bottom") for p in (moving, fresh))
     assert axis.label_texts() and _ops(axis) == _ops(again)
+
+
+def test_an_axis_moving_all_day_keeps_only_the_labels_it_shows(qtbot) -> None:
+    """A tick that left the window is forgotten: a live axis moving for hours holds the
+    dozen labels in view, not every label it ever drew."""
+    import pyqtgraph as pg
+
+    from gpuwatch.ui.widgets.axes import fast_axes
+
+    widget = pg.PlotWidget(axisItems=fast_axes())
+    qtbot.addWidget(widget)
+    widget.resize(700, 250)
+    widget.show()
+    axis = widget.getPlotItem().getAxis("bottom")
+    start = time.mktime((2026, 12, 2, 8, 0, 0, 0, 0, -1))
+    for k in range(0, 6 * 3600, 60):              # 6 h of a 10 min window, a minute a step
+        widget.setXRange(start + k, start + k + 600, padding=0)
+        widget.grab()
+    assert 0 < len(axis._labels) <= 2 * len(axis.label_texts()) + 4
+    assert len(axis._texts) <= 4 and len(axis._measurer._rects) <= 8   # nothing per label

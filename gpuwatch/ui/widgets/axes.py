@@ -90,6 +90,13 @@ class _Measurer:
             found = self._rects[key] = self._painter.boundingRect(rect, flags, text)
         return QRectF(found)
 
+    def width_of(self, text: str) -> float:
+        """The width of a one-off text, not kept (a time label is kept by its axis
+        while its tick is shown, and a moving window shows new ones for ever)."""
+        assert self._painter is not None, "measure inside measuring()"
+        return self._painter.boundingRect(QRectF(0, 0, 100, 100),
+                                          Qt.AlignmentFlag.AlignCenter, text).width()
+
 
 class _StaticTextAxisMixin:
     """Replaces ``AxisItem.paint``: the specs are regenerated only when pyqtgraph
@@ -238,8 +245,9 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         """The ops of a horizontal time axis, made directly (no draw specs to compile:
         this runs every second on a live plot): tick and grid lines as fills, then the
         labels that fit, as ``AxisItem.generateDrawSpecs`` would place them. A label's
-        text, layout and width are kept per tick (the ticks of a moving window are
-        mostly the ones it had a second before)."""
+        text, layout and width are kept per tick while it is shown (the ticks of a
+        moving window are mostly the ones it had a second before); a tick that left the
+        window is forgotten, so a window moving all day keeps a dozen labels."""
         if self.orientation != "bottom" or self._tickLevels is not None:
             return super()._build_ops(measurer)
         font = self.style["tickFont"] or measurer.font()
@@ -266,6 +274,7 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         top, left, right = bounds.top(), bounds.left(), bounds.right()
         ops = self._line(self.pen(), QPointF(left - 1, top + 1), QPointF(right + 1, top + 1))
         labels: list[tuple] = []
+        shown: dict[tuple[float, float], tuple[QStaticText, float]] = {}
         text_top = top + self.style["tickTextOffset"][1]
         line_top = tick_bounds.top()
         pen = self.tickPen()
@@ -288,10 +297,11 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
                 ops.append((_FILL, QRectF(x - w / 2, y, w, height), color))
                 if not show:
                     continue
-                static, half = self._label(v, step, font, measurer)
+                static, half = shown[(v, step)] = self._label(v, step, font, measurer)
                 if left <= x - half and x + half <= right:
                     labels.append((_TEXT, QPointF(round(x - static.size().width() / 2),
                                                   label_y), static))
+        self._labels = shown
         ops.append((_PEN, self.textPen()))
         ops.append((_CLIP, self.boundingRect().toAlignedRect()))
         return ops + labels
@@ -318,12 +328,11 @@ class FastDateAxis(_StaticTextAxisMixin, pg.DateAxisItem):
         its measured width."""
         found = self._labels.get((value, step))
         if found is None:
-            if len(self._labels) > _CACHE_LIMIT:
-                self._labels.clear()
             text = tick_label(value, step)
-            half = measurer.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter,
-                                         text).width() / 2
-            found = self._labels[(value, step)] = (self._static(text, font), half)
+            static = QStaticText(text)
+            static.setTextFormat(Qt.TextFormat.PlainText)
+            static.prepare(font=font)
+            found = (static, measurer.width_of(text) / 2)
         return found
 
 
