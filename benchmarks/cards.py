@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from h100_box import h100_box
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 GPUS, WIDTH, HEIGHT = 8, 1280, 420
@@ -36,24 +38,11 @@ PER_GPU = 8          # processes per GPU (--per-gpu)
 
 def scenario(per_gpu: int = PER_GPU) -> dict:
     """The UI benchmark's H100 box, with busy figures that move every second."""
-    return {
-        "schema": "gpuwatch.scenario/1", "name": f"cards-{GPUS}x{per_gpu}",
-        "duration_s": 100000,
-        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total": "80GiB",
-                  "memory_base": "300MiB", "memory_reserved": "560MiB",
-                  "memory_bus_width_bits": 5120, "max_memory_clock_mhz": 2619}
-                 for _ in range(GPUS)],
-        "processes": [{"pid": 10000 + k, "gpu": k % GPUS, "name": f"worker{k}",
-                       "cmdline": ["python", "train.py", f"--rank={k}"], "user": "alice",
-                       "memory": {"generator": "sawtooth", "low": "300MiB", "high": "1GiB",
-                                  "period_s": 3 + k % 7},
-                       "gpu_util_percent": {"generator": "sawtooth", "low": 1, "high": 12,
-                                            "period_s": 7 + k % 5},
-                       "memory_busy_percent": {"generator": "sawtooth", "low": 1,
-                                               "high": 11, "period_s": 5 + k % 3},
-                       "cpu_percent": 20.0, "rss": "2GiB"}
-                      for k in range(GPUS * per_gpu)],
-    }
+    return h100_box(f"cards-{GPUS}x{per_gpu}", GPUS, per_gpu,
+                    gpu_util=lambda k: {"generator": "sawtooth", "low": 1, "high": 12,
+                                        "period_s": 7 + k % 5},
+                    memory_busy=lambda k: {"generator": "sawtooth", "low": 1, "high": 11,
+                                           "period_s": 5 + k % 3})
 
 
 def measure(samples: int, breakdown: bool, per_gpu: int = PER_GPU) -> dict:

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from h100_box import h100_box
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,24 +39,11 @@ WARMUP_S = 700        # samples of history before measuring (a 10 min window is 
 
 
 def scenario() -> dict:
-    return {
-        "schema": "gpuwatch.scenario/1", "name": f"plots-{GPUS}x{PER_GPU}",
-        "duration_s": 100000,
-        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total": "80GiB",
-                  "memory_base": "300MiB", "memory_reserved": "560MiB",
-                  "memory_bus_width_bits": 5120, "max_memory_clock_mhz": 2619}
-                 for _ in range(GPUS)],
-        "processes": [{"pid": 10000 + k, "gpu": k % GPUS, "name": f"worker{k}",
-                       "cmdline": ["python", "train.py", f"--rank={k}"], "user": "alice",
-                       "memory": {"generator": "sawtooth", "low": "300MiB", "high": "6GiB",
-                                  "period_s": 3 + k % 7},
-                       "gpu_util_percent": {"generator": "wave", "mean": 6,
-                                            "amplitude": 5, "period_s": 5 + k % 11},
-                       "memory_busy_percent": {"generator": "wave", "mean": 6,
-                                               "amplitude": 5, "period_s": 4 + k % 13},
-                       "cpu_percent": 20.0, "rss": "2GiB"}
-                      for k in range(GPUS * PER_GPU)],
-    }
+    return h100_box(f"plots-{GPUS}x{PER_GPU}", GPUS, PER_GPU, memory_high="6GiB",
+                    gpu_util=lambda k: {"generator": "wave", "mean": 6, "amplitude": 5,
+                                        "period_s": 5 + k % 11},
+                    memory_busy=lambda k: {"generator": "wave", "mean": 6, "amplitude": 5,
+                                           "period_s": 4 + k % 13})
 
 
 class PaintPasses:

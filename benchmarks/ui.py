@@ -48,27 +48,15 @@ import sys
 import tempfile
 import time
 
+from h100_box import h100_box
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 GPUS, PER_GPU, DAY = 8, 64, 86400
 
 
 def scenario(gpus: int, per_gpu: int) -> dict:
-    return {
-        "schema": "gpuwatch.scenario/1", "name": f"bench-{gpus}x{per_gpu}",
-        "duration_s": 100000,
-        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total": "80GiB",
-                  "memory_base": "300MiB", "memory_reserved": "560MiB",
-                  "memory_bus_width_bits": 5120, "max_memory_clock_mhz": 2619}
-                 for _ in range(gpus)],
-        "processes": [{"pid": 10000 + k, "gpu": k % gpus, "name": f"worker{k}",
-                       "cmdline": ["python", "train.py", f"--rank={k}"], "user": "alice",
-                       "memory": {"generator": "sawtooth", "low": "300MiB", "high": "1GiB",
-                                  "period_s": 3 + k % 7},
-                       "gpu_util_percent": 50, "memory_busy_percent": 30,
-                       "cpu_percent": 20.0, "rss": "2GiB"}
-                      for k in range(gpus * per_gpu)],
-    }
+    return h100_box(f"bench-{gpus}x{per_gpu}", gpus, per_gpu)
 
 
 def prefill_gpus(window, snap, seconds: int, rng) -> None:
