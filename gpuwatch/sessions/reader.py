@@ -119,6 +119,7 @@ class SessionReader:
                 from None
         self._time_bases: dict[int, np.ndarray] = {}
         self._all_changes: tuple[np.ndarray, np.ndarray] | None = None
+        self._changes_indexed: bool | None = None     # asked once per reader
 
     def close(self) -> None:
         self._conn.close()
@@ -332,7 +333,9 @@ class SessionReader:
         order, and each process takes its slice, rather than scanning the table once
         per process (a file being recorded, or one a crash cut short)."""
         columns, kinds = ("sample", "used_bytes", "listed"), ("int!", "bytes", "int!")
-        if self._has_index(schema.INDEX_PROCESS_CHANGES):
+        if self._changes_indexed is None:
+            self._changes_indexed = self._has_index(schema.INDEX_PROCESS_CHANGES)
+        if self._changes_indexed:
             return self._series("process_change", columns, kinds, "WHERE process_id = ?",
                                 (process_id,), order="sample, rowid")[0]
         if self._all_changes is None:
