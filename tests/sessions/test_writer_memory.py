@@ -10,20 +10,10 @@ import ctypes.util
 import os
 
 import pytest
+from layout_support import GIB, gpu, proc, snapshot
 
-from gpuwatch.core.snapshot import (
-    BackendInfo,
-    BackendKind,
-    GpuSample,
-    GpuState,
-    MemoryInfo,
-    ProcessSample,
-    Snapshot,
-)
 from gpuwatch.sessions.writer import WRITER_CACHE_KIB, SessionWriter
 
-BACKEND = BackendInfo(BackendKind.SIMULATED, scenario="busy")
-GIB = 1024**3
 MIB = 1024**2
 
 
@@ -45,12 +35,9 @@ def _sqlite_library() -> ctypes.CDLL | None:
 SQLITE = _sqlite_library()
 
 
-def _snap(t: int) -> Snapshot:
-    procs = tuple(ProcessSample(pid, 0, GIB + pid * MIB + t * 4096, started_at_s=1.0)
-                  for pid in range(100, 164))
-    gpu = GpuSample(0, "GPU-0", "g", GpuState.OK, MemoryInfo(80 * GIB, 10 * GIB, None, None),
-                    processes=procs)
-    return Snapshot(1000.0 + t, BACKEND, (gpu,))
+def _snap(t: int):
+    return snapshot(t, gpu(0, [proc(pid, 0, GIB + pid * MIB + t * 4096)
+                               for pid in range(100, 164)]))
 
 
 @pytest.mark.skipif(SQLITE is None, reason="the sqlite3 module's library is not shared")
