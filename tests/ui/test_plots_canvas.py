@@ -19,7 +19,13 @@ from tests.ui.conftest import feed
 
 
 def grab(plots: TimePlots) -> tuple[QImage, QImage]:
-    QApplication.processEvents()
+    sizes = None
+    for _ in range(10):     # a flood of samples leaves the layout a few rounds to settle
+        QApplication.processEvents()
+        now = (plots.memory.size(), plots.bandwidth.size())
+        if now == sizes:
+            break
+        sizes = now
     return tuple(p.grab().toImage() for p in (plots.memory, plots.bandwidth))  # type: ignore
 
 

@@ -51,6 +51,7 @@ from gpuwatch.ui.live.window_menus import build_menus
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
 from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.one_pass import PlotsJoinThePass
 from gpuwatch.ui.widgets.plots import TimePlots
 
 TABS = ("Processes", "Budget", "Advisor")
@@ -152,6 +153,8 @@ class MainWindow(QMainWindow):
             self.statusBar().addPermanentWidget(w)
         self.interval_box = build_toolbar(self)
         name_widgets(self)
+        self._one_pass = PlotsJoinThePass(self, (self.plots.memory, self.plots.bandwidth,
+                                                 self.processes.detail.detail_plot))
 
         self.processes.link_requested.connect(self.link_process)
         self.processes.unlink_requested.connect(self.unlink_process)

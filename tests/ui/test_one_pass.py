@@ -1,0 +1,42 @@
+"""A sample repaints the window in one paint pass: the plots join the cards' and the
+table's pass instead of each forcing one of its own."""
+
+from __future__ import annotations
+
+from conftest import feed
+from PySide6.QtCore import QEvent, QObject
+
+
+class _Events(QObject):
+    """Counts the events of one type each watched object receives."""
+
+    def __init__(self, kind: QEvent.Type, *watched: QObject):
+        super().__init__()
+        self.kind = kind
+        self.counts = dict.fromkeys(watched, 0)
+        for w in watched:
+            w.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == self.kind:
+            self.counts[obj] += 1
+        return False
+
+
+def test_a_sample_that_moves_every_plot_is_painted_in_one_pass(make_window, scenario, qtbot):
+    window = make_window()
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    backend = scenario("workstation")
+    feed(window, backend, range(0, 120, 5))
+    views = [window.plots.memory, window.plots.bandwidth, window.processes.detail.detail_plot]
+    assert all(v.isVisible() for v in views)
+    qtbot.wait(100)                               # whatever the start-up left to paint
+    passes = _Events(QEvent.Type.UpdateRequest, window)
+    paints = _Events(QEvent.Type.Paint, *(v.viewport() for v in views))
+    feed(window, backend, [180])                  # a minute on: every plot moves
+    qtbot.waitUntil(lambda: all(paints.counts.values()), timeout=3000)
+    qtbot.wait(100)
+    assert list(paints.counts.values()) == [1, 1, 1]
+    assert passes.counts[window] == 1
