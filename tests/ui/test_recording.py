@@ -8,6 +8,7 @@ import time
 
 import pytest
 from conftest import sample_at
+from PySide6.QtCore import QEvent, QObject, QThreadPool
 
 from gpuwatch.core.units import format_bytes
 from gpuwatch.sessions import paths
@@ -74,6 +75,49 @@ def test_the_file_size_follows_the_samples_while_the_label_is_seen(
     window.showMinimized()
     minimised = rec.label.text()
     assert sample_later(5.0, 5) == minimised              # minimised: out of sight too
+    rec.close()
+
+
+class _Events(QObject):
+    """Counts the events of the given types a widget receives."""
+
+    def __init__(self, widget, *types):
+        super().__init__()
+        self.types, self.count = types, 0
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:
+        self.count += event.type() in self.types
+        return False
+
+
+def test_a_new_file_size_repaints_the_label_alone(make_window, scenario, qtbot, monkeypatch):
+    """A size no wider than the room the label has asked for so far neither relays the
+    status bar out nor repaints it (a QLabel's setText did both: the bar and the window
+    beneath it were painted again every refresh)."""
+    clock, size = [100.0], [900 * 1024]
+    monkeypatch.setattr(recording.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(recording, "file_size", lambda path: size[0])
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    rec = RecordingController(window, 1.0)
+    backend = scenario("workstation")
+    feed_both(window, rec, backend, [0])
+    QThreadPool.globalInstance().waitForDone(5000)   # the retention sweep, and its message
+    qtbot.wait(50)
+    bar = window.statusBar()
+    layout = _Events(bar, QEvent.Type.LayoutRequest)
+    bar_paints = _Events(bar, QEvent.Type.Paint)
+    label_paints = _Events(rec.label, QEvent.Type.Paint)
+    for t, kib in enumerate((100, 512, 7), start=1):       # narrower than "900 KiB"
+        clock[0] += 5.0
+        size[0] = kib * 1024
+        rec.on_snapshots([sample_at(backend, t)])
+        assert rec.label.text() == f"● Recording · {format_bytes(size[0])}"
+        qtbot.waitUntil(lambda n=t: label_paints.count >= n, timeout=2000)
+    qtbot.wait(50)
+    assert layout.count == 0 and bar_paints.count == 0
     rec.close()
 
 

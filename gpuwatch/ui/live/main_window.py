@@ -358,9 +358,10 @@ class MainWindow(QMainWindow):
             self.plots.restyle()
             self.processes.restyle()
             self.cards.restyle()
-            # opaque: the figure that changes every sample repaints itself alone, not
-            # the status bar and the window beneath it
-            self.status_state.set_colors(None, QColor(colors.window))
+            # opaque: the status bar's texts that change (every sample, every few
+            # seconds) repaint themselves alone, not the bar and the window beneath it
+            for text in self.statusBar().findChildren(TextLines):
+                text.set_colors(None, QColor(colors.window))
         if initial or prefs.units != old.units:
             self.plots.set_units(self.units)
             self.processes.set_units(self.units)

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMenu, QWidget
+from PySide6.QtGui import QAction, QKeySequence, QPalette
+from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QWidget
 
 from gpuwatch.core.hints import HintEvent
 from gpuwatch.core.snapshot import BackendKind, Snapshot
@@ -29,6 +29,7 @@ from gpuwatch.core.units import format_bytes
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.recorder import Recorder
+from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.settings import Preferences
 
 GIB = 1 << 30
@@ -89,9 +90,13 @@ class RecordingController(QObject):
         self.browser: QWidget | None = None
         self._size_shown_at = -math.inf       # monotonic time the file size was last shown
 
-        self.label = QLabel()
-        self.label.setAutoFillBackground(True)   # repaints alone, not the bar beneath
-        self.label.setToolTip("Session recording — Sessions menu to pause or browse")
+        # Painted text, not a QLabel: a label's every setText asks the status bar for a
+        # layout pass, and the bar then repaints whole, with the window beneath it. This
+        # asks only when the text outgrows its room, and paints its own background.
+        self.label = TextLines(fit_text=True, inset=6)
+        self.label.set_colors(None, window.palette().color(QPalette.ColorRole.Window))
+        self.label.setAccessibleName("Session recording")
+        self.label.set("", "Session recording — Sessions menu to pause or browse")
         window.statusBar().addPermanentWidget(self.label)
         self.pause_action = QAction("Pause recording", self)
         self.pause_action.setCheckable(True)
@@ -296,13 +301,9 @@ class RecordingController(QObject):
     def _update_label(self) -> None:
         text = self.label_text()
         if text != self.label.text():
-            self.label.setText(text)
-            # the room only grows: a size a digit narrower would move the status bar's
-            # other parts and repaint it all
-            self.label.setMinimumWidth(max(self.label.minimumWidth(),
-                                           self.label.sizeHint().width()))
-            self.label.setToolTip(
-                f"{text}\n{self.path}" if self.path is not None and self.state != "off"
-                else f"{text} — Sessions menu to browse")
+            self.label.set(text, f"{text}\n{self.path}"
+                           if self.path is not None and self.state != "off"
+                           else f"{text} — Sessions menu to browse")
+            self.label.setAccessibleDescription(text)
             self.state_changed.emit(self.state)
         self.pause_action.setEnabled(self.enabled and self.error is None and not self.closed)
