@@ -256,7 +256,9 @@ def main() -> None:
     timer.timeout.connect(readings.read)
     timer.start(int(args.every * 1000))
     if args.release:
-        QTimer.singleShot(int(args.minutes * 60_000) + 200, release_probes)
+        # no reading after it: the growth figures are of the window as it ran
+        QTimer.singleShot(int(args.minutes * 60_000) + 200,
+                          lambda: (timer.stop(), release_probes()))
     QTimer.singleShot(int(args.minutes * 60_000) + 500, app.quit)
     settings = os.path.join(tempfile.mkdtemp(prefix="gpuwatch-memory-"), "settings.ini")
     launch(LaunchOptions(demo=args.scenario, time_scale=args.time_scale,
