@@ -84,6 +84,11 @@ def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
                      "(demo mode), not real hardware."), False
 
 
+# Out of sight, the GUI thread is woken for the samples of about this many seconds at
+# once (two at the usual 1 s; one, i.e. every sample, from a 1.5 s interval up)
+REST_WAKE_S = 2.0
+
+
 class SamplingSession(QObject):
     """Owns the sampler thread; restarts it when the interval changes, stops it on close."""
 
@@ -99,8 +104,10 @@ class SamplingSession(QObject):
         window.preferences_changed.connect(self._preferences)
         window.closing.connect(self.stop)
         window.sight_changed.connect(backend.set_host_detail)
+        window.sight_changed.connect(self._sight)
         self.sampler: Sampler | None = None
         self._stopping = False
+        self._seen = True
 
     def start(self) -> None:
         self._stopping = False
@@ -120,7 +127,13 @@ class SamplingSession(QObject):
         if abs(prefs.interval_s - self.interval_s) > 1e-9:
             self.interval_s = prefs.interval_s
             self.stop()
+            self._sight(self._seen)
             self.start()
+
+    def _sight(self, seen: bool) -> None:
+        """Out of sight, the window takes its samples about every ``REST_WAKE_S``."""
+        self._seen = seen
+        self.bridge.set_batch(1 if seen else round(REST_WAKE_S / self.interval_s))
 
     def _failed(self, message: str) -> None:
         self.window.statusBar().showMessage(f"A sample failed: {message}", 5000)

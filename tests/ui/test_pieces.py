@@ -70,6 +70,45 @@ def test_bridge_coalesces_bursts(qtbot) -> None:
     assert len(batches) == 1 and batches[0] == [0, 1, 2, 3, 4]
 
 
+def test_bridge_wakes_the_gui_once_a_batch_is_queued(qtbot) -> None:
+    """Out of sight the window takes its samples in batches: none is lost or held back
+    once the batch is full, the batch is lowered, or the sampler stops."""
+    from gpuwatch.ui.live.bridge import SnapshotBridge
+
+    bridge = SnapshotBridge()
+    batches: list[list] = []
+    bridge.snapshots.connect(batches.append)
+    bridge.set_batch(2)
+    bridge.push(0)  # type: ignore[arg-type]
+    qtbot.wait(50)
+    assert batches == []                       # one of two: the GUI sleeps on
+    bridge.push(1)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: batches == [[0, 1]])
+    bridge.push(2)  # type: ignore[arg-type]
+    qtbot.wait(50)
+    assert batches == [[0, 1]]
+    bridge.set_batch(1)                        # seen again: what waits comes at once
+    qtbot.waitUntil(lambda: batches == [[0, 1], [2]])
+    bridge.set_batch(3)
+    bridge.push(3)  # type: ignore[arg-type]
+    bridge.done()                              # the sampler stopped: delivered too
+    qtbot.waitUntil(lambda: batches == [[0, 1], [2], [3]])
+
+
+def test_a_window_out_of_sight_takes_its_samples_in_pairs(make_window, scenario) -> None:
+    from gpuwatch.ui.app import SamplingSession
+
+    window = make_window()
+    session = SamplingSession(scenario("workstation"), window, 1.0)
+    window.sight_changed.emit(False)
+    assert session.bridge.batch == 2
+    window.sight_changed.emit(True)
+    assert session.bridge.batch == 1
+    slow = SamplingSession(scenario("workstation"), window, 5.0)
+    window.sight_changed.emit(False)
+    assert slow.bridge.batch == 1               # a slow interval: every sample
+
+
 def test_bridge_holds_a_fast_sampler_to_the_windows_pace(qtbot) -> None:
     import threading
 

@@ -106,6 +106,7 @@ def test_a_new_file_size_repaints_the_label_alone(make_window, scenario, qtbot, 
     feed_both(window, rec, backend, [0])
     QThreadPool.globalInstance().waitForDone(5000)   # the retention sweep, and its message
     qtbot.wait(50)
+    window.repaint()                       # whatever waited to be painted, painted now
     bar = window.statusBar()
     layout = _Events(bar, QEvent.Type.LayoutRequest)
     bar_paints = _Events(bar, QEvent.Type.Paint)
