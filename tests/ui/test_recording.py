@@ -9,6 +9,7 @@ import time
 import pytest
 from conftest import sample_at
 from PySide6.QtCore import QEvent, QObject, QThreadPool
+from PySide6.QtGui import QColor
 
 from gpuwatch.core.units import format_bytes
 from gpuwatch.sessions import paths
@@ -16,6 +17,7 @@ from gpuwatch.sessions.reader import SessionReader
 from gpuwatch.ui.sessions import recording
 from gpuwatch.ui.sessions.recording import RecordingController
 from gpuwatch.ui.settings import Preferences, Settings
+from gpuwatch.ui.widgets import theme
 
 
 def feed_both(window, controller, backend, times) -> None:
@@ -246,3 +248,22 @@ def test_the_window_advisor_hints_are_recorded(make_window, scenario):
     with SessionReader(rec.path) as r:
         hints = r.hints()
     assert hints and hints[0].gpu == 0
+
+
+@pytest.mark.parametrize("first, then", [("dark", "light"), ("light", "dark")])
+def test_the_recording_label_paints_the_themes_background(make_window, scenario, qtbot,
+                                                           first, then) -> None:
+    """It paints its own background (so it repaints alone): in the theme the window starts
+    in, and in the one it switches to."""
+    window = make_window()
+    window.apply_preferences(Preferences(**{**vars(window.prefs), "theme": first}))
+    rec = RecordingController(window, 1.0)       # as the app makes it: before the show
+    window.show()
+    qtbot.waitExposed(window)
+    feed_both(window, rec, scenario("workstation"), [0])
+    for name in (first, then):
+        window.apply_preferences(Preferences(**{**vars(window.prefs), "theme": name}))
+        qtbot.wait(20)
+        corner = rec.label.grab().toImage().pixelColor(1, 1)
+        assert corner == QColor(theme.colors().window), name
+    rec.close()

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence, QPalette
+from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QWidget
 
 from gpuwatch.core.hints import HintEvent
@@ -31,6 +31,7 @@ from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.recorder import Recorder
 from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.settings import Preferences
+from gpuwatch.ui.widgets import theme
 
 GIB = 1 << 30
 SIZE_REFRESH_MS = 2000
@@ -94,7 +95,7 @@ class RecordingController(QObject):
         # layout pass, and the bar then repaints whole, with the window beneath it. This
         # asks only when the text outgrows its room, and paints its own background.
         self.label = TextLines(fit_text=True, inset=6)
-        self.label.set_colors(None, window.palette().color(QPalette.ColorRole.Window))
+        self.label.set_colors(None, QColor(theme.colors().window))  # as the bar's others
         self.label.setAccessibleName("Session recording")
         self.label.set("", "Session recording — Sessions menu to pause or browse")
         window.statusBar().addPermanentWidget(self.label)
