@@ -68,3 +68,23 @@ def assistive_tool(qapp, monkeypatch) -> None:
     from gpuwatch.ui.live import gpu_card
 
     monkeypatch.setattr(gpu_card, "assistive_tool_listens", lambda: True)
+
+
+def count_events(kind, *watched):
+    """A live count of the ``kind`` events each watched object receives:
+    ``counter.counts[obj]``."""
+    from PySide6.QtCore import QObject
+
+    class Counter(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts = dict.fromkeys(watched, 0)
+            for w in watched:
+                w.installEventFilter(self)
+
+        def eventFilter(self, obj, event) -> bool:
+            if event.type() == kind:
+                self.counts[obj] += 1
+            return False
+
+    return Counter()

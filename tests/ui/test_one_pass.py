@@ -3,24 +3,8 @@ table's pass instead of each forcing one of its own."""
 
 from __future__ import annotations
 
-from conftest import feed
-from PySide6.QtCore import QEvent, QObject
-
-
-class _Events(QObject):
-    """Counts the events of one type each watched object receives."""
-
-    def __init__(self, kind: QEvent.Type, *watched: QObject):
-        super().__init__()
-        self.kind = kind
-        self.counts = dict.fromkeys(watched, 0)
-        for w in watched:
-            w.installEventFilter(self)
-
-    def eventFilter(self, obj, event) -> bool:
-        if event.type() == self.kind:
-            self.counts[obj] += 1
-        return False
+from conftest import count_events, feed
+from PySide6.QtCore import QEvent
 
 
 def test_a_sample_that_moves_every_plot_is_painted_in_one_pass(make_window, scenario, qtbot):
@@ -33,8 +17,8 @@ def test_a_sample_that_moves_every_plot_is_painted_in_one_pass(make_window, scen
     views = [window.plots.memory, window.plots.bandwidth, window.processes.detail.detail_plot]
     assert all(v.isVisible() for v in views)
     qtbot.wait(100)                               # whatever the start-up left to paint
-    passes = _Events(QEvent.Type.UpdateRequest, window)
-    paints = _Events(QEvent.Type.Paint, *(v.viewport() for v in views))
+    passes = count_events(QEvent.Type.UpdateRequest, window)
+    paints = count_events(QEvent.Type.Paint, *(v.viewport() for v in views))
     feed(window, backend, [180])                  # a minute on: every plot moves
     qtbot.waitUntil(lambda: all(paints.counts.values()), timeout=3000)
     qtbot.wait(100)

@@ -7,8 +7,8 @@ import sqlite3
 import time
 
 import pytest
-from conftest import sample_at
-from PySide6.QtCore import QEvent, QObject, QThreadPool
+from conftest import count_events, sample_at
+from PySide6.QtCore import QEvent, QThreadPool
 from PySide6.QtGui import QColor
 
 from gpuwatch.core.units import format_bytes
@@ -46,13 +46,21 @@ def test_records_by_default_and_the_reader_opens_it(make_window, scenario):
         assert len(r.gpus()) == 2
 
 
-def test_the_file_size_follows_the_samples_while_the_label_is_seen(
-        make_window, scenario, qtbot, monkeypatch):
-    """The size is refreshed by the samples, every SIZE_REFRESH_MS at most, and not while
-    the window is out of sight (no timer of its own wakes a window in the tray)."""
-    clock, size = [100.0], [5 * 1024 * 1024]
+@pytest.fixture
+def sized_clock(monkeypatch):
+    """([monotonic seconds], [the session file's size]) as the controller reads them."""
+    clock, size = [100.0], [0]
     monkeypatch.setattr(recording.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(recording, "file_size", lambda path: size[0])
+    return clock, size
+
+
+def test_the_file_size_follows_the_samples_while_the_label_is_seen(
+        make_window, scenario, qtbot, sized_clock):
+    """The size is refreshed by the samples, every SIZE_REFRESH_MS at most, and not while
+    the window is out of sight (no timer of its own wakes a window in the tray)."""
+    clock, size = sized_clock
+    size[0] = 5 * 1024 * 1024
     window = make_window()
     window.show()
     qtbot.waitExposed(window)
@@ -80,26 +88,13 @@ def test_the_file_size_follows_the_samples_while_the_label_is_seen(
     rec.close()
 
 
-class _Events(QObject):
-    """Counts the events of the given types a widget receives."""
-
-    def __init__(self, widget, *types):
-        super().__init__()
-        self.types, self.count = types, 0
-        widget.installEventFilter(self)
-
-    def eventFilter(self, obj, event) -> bool:
-        self.count += event.type() in self.types
-        return False
-
-
-def test_a_new_file_size_repaints_the_label_alone(make_window, scenario, qtbot, monkeypatch):
+def test_a_new_file_size_repaints_the_label_alone(make_window, scenario, qtbot,
+                                                  sized_clock):
     """A size no wider than the room the label has asked for so far neither relays the
     status bar out nor repaints it at each refresh (a QLabel's setText did both: the bar
     and the window beneath it were painted again every refresh)."""
-    clock, size = [100.0], [900 * 1024]
-    monkeypatch.setattr(recording.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(recording, "file_size", lambda path: size[0])
+    clock, size = sized_clock
+    size[0] = 900 * 1024
     window = make_window()
     window.show()
     qtbot.waitExposed(window)
@@ -110,19 +105,18 @@ def test_a_new_file_size_repaints_the_label_alone(make_window, scenario, qtbot, 
     qtbot.wait(50)
     window.repaint()                       # whatever waited to be painted, painted now
     bar = window.statusBar()
-    layout = _Events(bar, QEvent.Type.LayoutRequest)
-    bar_paints = _Events(bar, QEvent.Type.Paint)
-    label_paints = _Events(rec.label, QEvent.Type.Paint)
+    layout = count_events(QEvent.Type.LayoutRequest, bar)
+    paints = count_events(QEvent.Type.Paint, bar, rec.label)
     for t, kib in enumerate((100, 512, 7), start=1):       # narrower than "900 KiB"
         clock[0] += 5.0
         size[0] = kib * 1024
         rec.on_snapshots([sample_at(backend, t)])
         assert rec.label.text() == f"● Recording · {format_bytes(size[0])}"
-        qtbot.waitUntil(lambda n=t: label_paints.count >= n, timeout=2000)
+        qtbot.waitUntil(lambda n=t: paints.counts[rec.label] >= n, timeout=2000)
     qtbot.wait(50)
     # no layout pass of the bar, nor a paint of it per refresh (something else in the
     # window may still repaint it once meanwhile)
-    assert layout.count == 0 and bar_paints.count < 3
+    assert layout.counts[bar] == 0 and paints.counts[bar] < 3
     rec.close()
 
 
