@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication
 
 from gpuwatch.ui.widgets import theme
 
@@ -20,18 +19,6 @@ if TYPE_CHECKING:
     from gpuwatch.ui.live.main_window import MainWindow
 
 log = logging.getLogger(__name__)
-
-
-def restyle(window: MainWindow) -> None:
-    """Re-apply the window's theme and redraw what holds colours of its own."""
-    app = QApplication.instance()
-    if not isinstance(app, QApplication):
-        return
-    colors = theme.apply(app, window.prefs.theme)
-    app.setStyleSheet(theme.stylesheet(colors))
-    window.plots.restyle()
-    window.processes.restyle()
-    window.cards.restyle()
 
 
 class SystemThemeFollower(QObject):
@@ -54,4 +41,4 @@ class SystemThemeFollower(QObject):
         self.dark = dark
         log.info("the system switched to its %s scheme", "dark" if dark else "light")
         if self.window.prefs.theme == "system":
-            restyle(self.window)
+            self.window.restyle()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
+from gpuwatch.ui.live.text_lines import TextLines
+from gpuwatch.ui.live.window_chrome import focus_ring_css
 from gpuwatch.ui.system_theme import SystemThemeFollower
 from gpuwatch.ui.widgets import theme
 
@@ -39,7 +41,11 @@ def test_a_system_switch_restyles_a_window_on_the_system_theme(make_window, monk
     _switch(monkeypatch, dark=True)
     assert theme.colors().dark
     assert _window_colour() != light
-    assert QApplication.instance().styleSheet() == theme.stylesheet(theme.colors())
+    sheet = QApplication.instance().styleSheet()
+    assert sheet == theme.stylesheet(theme.colors()) + focus_ring_css(theme.colors())
+    window_bg = QColor(theme.colors().window)
+    assert all(text._background == window_bg            # the status texts take the new colours
+               for text in window.statusBar().findChildren(TextLines))
     _switch(monkeypatch, dark=False)
     assert not theme.colors().dark and _window_colour() == light
     follower.deleteLater()                   # gone with its window, as in the app
@@ -55,3 +61,16 @@ def test_a_chosen_theme_stays_whatever_the_system_does(make_window, monkeypatch)
     light = _window_colour()
     _switch(monkeypatch, dark=True)
     assert not theme.colors().dark and _window_colour() == light
+
+
+def test_a_theme_switch_keeps_the_applications_style(make_window, monkeypatch):
+    """The style is set once: replacing it deletes the old one while widgets with a
+    style sheet of their own, and windows awaiting deletion, are still polished by it."""
+    from shiboken6 import getCppPointer
+
+    window = make_window()
+    style = getCppPointer(QApplication.instance().style())
+    for name in ("dark", "light", "dark"):
+        window.prefs.theme = name
+        window.restyle()
+    assert getCppPointer(QApplication.instance().style()) == style

@@ -347,21 +347,28 @@ class MainWindow(QMainWindow):
             self.tabs.setTabText(2, title)
 
     # preferences ------------------------------------------------------------------------
+    def restyle(self) -> None:
+        """Apply the theme of the preferences now (it may follow the system's) and
+        redraw what holds colours of its own."""
+        app = QApplication.instance()
+        if not isinstance(app, QApplication):
+            return
+        colors = theme.apply(app, self.prefs.theme)
+        app.setStyleSheet(theme.stylesheet(colors) + focus_ring_css(colors))
+        self.gpu_focus.bar.restyle()
+        self.plots.restyle()
+        self.processes.restyle()
+        self.cards.restyle()
+        # opaque: the status bar's texts that change (every sample, every few seconds)
+        # repaint themselves alone, not the bar and the window beneath it
+        for text in self.statusBar().findChildren(TextLines):
+            text.set_colors(None, QColor(colors.window))
+
     def apply_preferences(self, prefs: Preferences, initial: bool = False) -> None:
         old = self.prefs
         self.prefs = prefs
-        app = QApplication.instance()
-        if isinstance(app, QApplication) and (initial or prefs.theme != old.theme):
-            colors = theme.apply(app, prefs.theme)
-            app.setStyleSheet(theme.stylesheet(colors) + focus_ring_css(colors))
-            self.gpu_focus.bar.restyle()
-            self.plots.restyle()
-            self.processes.restyle()
-            self.cards.restyle()
-            # opaque: the status bar's texts that change (every sample, every few
-            # seconds) repaint themselves alone, not the bar and the window beneath it
-            for text in self.statusBar().findChildren(TextLines):
-                text.set_colors(None, QColor(colors.window))
+        if initial or prefs.theme != old.theme:
+            self.restyle()
         if initial or prefs.units != old.units:
             self.plots.set_units(self.units)
             self.processes.set_units(self.units)

@@ -233,7 +233,14 @@ def apply(app: QApplication, name: str) -> Colors:
     """Switch the whole application to a theme; returns the colours now in force."""
     global _current
     _current = resolve(name)
-    app.setStyle("Fusion")
+    # Set once: replacing the style deletes the old one while widgets with a style
+    # sheet of their own (and windows awaiting deletion) may still be polished by it.
+    # Once a style sheet is set, the application's style is Qt's style-sheet wrapper
+    # (no name of its own) around the Fusion style set here before it.
+    style = app.style()
+    if (style.name().lower() != "fusion"
+            and style.metaObject().className() != "QStyleSheetStyle"):
+        app.setStyle("Fusion")
     app.setPalette(_palette(_current))
     pg.setConfigOptions(background=_current.plot_bg, foreground=_current.plot_fg,
                         antialias=True)
