@@ -7,7 +7,11 @@ driver library (tests/fakenvml, built with gcc), and runs one after the other:
               makes, and psutil's name/cmdline/user/rss/cpu of every listed pid
 - ``record``: ``gpuwatch record --interval 1 --no-save`` (output to a file)
 - ``gui``:    ``gpuwatch gui --interval 1``, offscreen, window shown   (with --gui)
-- ``tray``:   ``gpuwatch gui --tray --interval 1``, offscreen          (with --tray)
+- ``minimised``: ``gpuwatch gui --tray --interval 1``, offscreen: that platform has no
+              tray, so the window starts minimised                    (with --minimised)
+- ``tray``:   ``gpuwatch gui --tray --interval 1`` in a tray: Xvfb (xcb), a private
+              session bus and a stand-in StatusNotifierWatcher (``desktop_session.py``);
+              the window is hidden, its icon registered over D-Bus    (with --tray)
 
 Each runs ``--warmup`` seconds (start-up is not steady state), then its CPU time
 (utime + stime of every thread, from /proc/<pid>/stat) is read at the start and the
@@ -15,8 +19,8 @@ end of a ``--window`` of wall-clock seconds. ``--baseline`` runs each gpuwatch c
 from a second checkout too (a `git worktree` of an older commit), interleaved with this
 one, so both see the same machine; ``--repeat`` gives each run several rounds.
 
-Run:  .venv/bin/python benchmarks/steady_cpu.py [--window 60] [--gui] [--tray]
-          [--repeat N] [--baseline OTHER_CHECKOUT]
+Run:  .venv/bin/python benchmarks/steady_cpu.py [--window 60] [--gui] [--minimised]
+          [--tray] [--repeat N] [--baseline OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -28,7 +32,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
+from typing import NamedTuple
+
+from desktop_session import Desktop, desktop_session
 
 REPO = Path(__file__).resolve().parents[1]
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -65,14 +73,21 @@ def child_env(library: Path, gpus: int, pids: list[int], tmp: str) -> dict[str, 
     env["GPUWATCH_PROBE_DIR"] = os.path.join(tmp, "probes")
     env["GPUWATCH_DATA_DIR"] = os.path.join(tmp, "data")
     env["QT_QPA_PLATFORM"] = "offscreen"
+    # settings, state and the single-instance socket of the runs' own, not the user's
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"):
+        env[name] = os.path.join(tmp, name.lower())
+        os.makedirs(env[name], mode=0o700, exist_ok=True)
     os.makedirs(env["GPUWATCH_PROBE_DIR"], mode=0o700, exist_ok=True)
     return env
 
 
 def measure(name: str, argv: list[str], env: dict[str, str], tmp: str, warmup_s: float,
-            window_s: float) -> float:
-    """% of one core that the command uses over the window."""
+            window_s: float, desktop: Desktop | None = None) -> float:
+    """% of one core that the command uses over the window. In a ``desktop``, the app
+    must have registered its tray icon by the end of the warm-up; the D-Bus calls it
+    makes during the window are printed."""
     out_path = os.path.join(tmp, f"{name}.out")
+    registered_before = _registered(desktop) if desktop else 0
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT)
@@ -81,9 +96,17 @@ def measure(name: str, argv: list[str], env: dict[str, str], tmp: str, warmup_s:
         if proc.poll() is not None:
             raise SystemExit(f"{name} ended during the warm-up (exit {proc.returncode}):\n"
                              + Path(out_path).read_text(errors="replace")[-2000:])
+        if desktop is not None and _registered(desktop) <= registered_before:
+            raise SystemExit(f"{name} registered no tray icon during the warm-up:\n"
+                             + Path(out_path).read_text(errors="replace")[-2000:])
+        calls0 = desktop.calls_now() if desktop else None
         cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
         time.sleep(window_s)
         cpu1, wall1 = cpu_seconds(proc.pid), time.monotonic()
+        if desktop is not None and calls0 is not None:
+            calls = desktop.calls_now() - calls0
+            print(f"    {name}: D-Bus calls to the desktop during the window: "
+                  f"{sum(calls.values())} {dict(calls) or ''}", file=sys.stderr, flush=True)
         if proc.poll() is not None:
             raise SystemExit(f"{name} ended during the window (exit {proc.returncode})")
     finally:
@@ -96,26 +119,43 @@ def measure(name: str, argv: list[str], env: dict[str, str], tmp: str, warmup_s:
     return (cpu1 - cpu0) / (wall1 - wall0) * 100.0
 
 
-def planned_runs(args: argparse.Namespace) -> list[tuple[str, list[str], str | None]]:
-    """(label, command, PYTHONPATH or None for this checkout) of every run, in order."""
+def _registered(desktop: Desktop) -> int:
+    """Tray icons registered in ``desktop`` so far (one per app started there)."""
+    return desktop.calls_now()["RegisterStatusNotifierItem"]
+
+
+class Run(NamedTuple):
+    label: str
+    argv: list[str]
+    pythonpath: str | None     # None: this checkout
+    in_tray: bool = False      # runs in the desktop with a tray
+
+
+def planned_runs(args: argparse.Namespace) -> list[Run]:
+    """Every run, in order."""
     interval = f"{args.interval:g}"
     gpuwatch = [sys.executable, "-m", "gpuwatch"]
-    commands = []
+    tray = [*gpuwatch, "gui", "--tray", "--interval", interval]
+    commands: list[tuple[str, list[str], bool]] = []
     if not args.no_record:
-        commands.append(("record", [*gpuwatch, "record", "--interval", interval, "--no-save"]))
+        commands.append(("record",
+                         [*gpuwatch, "record", "--interval", interval, "--no-save"], False))
     if args.gui:
-        commands.append(("gui (offscreen)", [*gpuwatch, "gui", "--interval", interval]))
+        commands.append(("gui, shown (offscreen)",
+                         [*gpuwatch, "gui", "--interval", interval], False))
+    if args.minimised:
+        commands.append(("gui, minimised (offscreen)", tray, False))
     if args.tray:
-        commands.append(("gui --tray (offscreen)",
-                         [*gpuwatch, "gui", "--tray", "--interval", interval]))
-    runs: list[tuple[str, list[str], str | None]] = []
+        commands.append(("gui --tray, hidden (Xvfb, D-Bus)", tray, True))
+    runs: list[Run] = []
     if not args.no_bare:
-        runs.append((BARE, [sys.executable, str(Path(__file__).resolve()), "--bare-loop",
-                            "--interval", interval], None))
-    for label, argv in commands:
+        runs.append(Run(BARE, [sys.executable, str(Path(__file__).resolve()), "--bare-loop",
+                               "--interval", interval], None))
+    for label, argv, in_tray in commands:
         if args.baseline:
-            runs.append((f"{label} [baseline]", argv, str(Path(args.baseline).resolve())))
-        runs.append((label, argv, None))
+            runs.append(Run(f"{label} [baseline]", argv, str(Path(args.baseline).resolve()),
+                            in_tray))
+        runs.append(Run(label, argv, None, in_tray))
     return runs
 
 
@@ -134,7 +174,10 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--per-gpu", type=int, default=8, help="processes per GPU")
     parser.add_argument("--gui", action="store_true", help="also the window (offscreen)")
-    parser.add_argument("--tray", action="store_true", help="also gui --tray (offscreen)")
+    parser.add_argument("--minimised", action="store_true",
+                        help="also the window minimised (gui --tray, offscreen: no tray)")
+    parser.add_argument("--tray", action="store_true",
+                        help="also the window hidden in a tray (needs Xvfb and dbus-daemon)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare loop")
     parser.add_argument("--no-record", action="store_true", help="skip gpuwatch record")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
@@ -161,18 +204,22 @@ def main() -> None:
     if args.baseline:
         print(f"[baseline]: gpuwatch from {Path(args.baseline).resolve()}")
     children = start_sleepers(processes)
-    results: dict[str, list[float]] = {label: [] for label, _, _ in runs}
+    results: dict[str, list[float]] = {run.label: [] for run in runs}
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
             env = child_env(library, args.gpus, [c.pid for c in children], tmp)
+            desktop = stack.enter_context(desktop_session(tmp)) \
+                if any(run.in_tray for run in runs) else None
             for round_ in range(args.repeat):
-                for k, (label, argv, pythonpath) in enumerate(runs):
-                    run_env = dict(env, PYTHONPATH=pythonpath) if pythonpath else env
-                    value = measure(f"run{round_}-{k}", argv, run_env, tmp, args.warmup,
-                                    args.window)
-                    results[label].append(value)
+                for k, run in enumerate(runs):
+                    run_env = dict(env, PYTHONPATH=run.pythonpath) if run.pythonpath else env
+                    if run.in_tray and desktop is not None:
+                        run_env = dict(run_env, **desktop.env)
+                    value = measure(f"run{round_}-{k}", run.argv, run_env, tmp, args.warmup,
+                                    args.window, desktop if run.in_tray else None)
+                    results[run.label].append(value)
                     if args.repeat > 1:
-                        print(f"    round {round_ + 1}: {label:<34}{value:6.2f} %",
+                        print(f"    round {round_ + 1}: {run.label:<40}{value:6.2f} %",
                               file=sys.stderr, flush=True)
     finally:
         stop(children)
@@ -181,7 +228,7 @@ def main() -> None:
         middle = statistics.median(values)
         spread = f" ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else ""
         ratio = f"   {middle / floor:5.2f}x the bare loop" if floor and label != BARE else ""
-        print(f"  {label:<34}{middle:6.2f} % of a core{spread}{ratio}")
+        print(f"  {label:<40}{middle:6.2f} % of a core{spread}{ratio}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from desktop_support import start_display_and_bus, stop_children
 
 pytestmark = [
     pytest.mark.xvfb, pytest.mark.dbus,
@@ -96,23 +97,10 @@ def desktop(tmp_path: Path) -> Iterator[dict[str, str]]:
     """An X server and a session bus of our own; yields the environment that reaches them."""
     children: list[subprocess.Popen] = []
     try:
-        read_fd, write_fd = os.pipe()
-        xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-nolisten", "tcp",
-                                 "-screen", "0", "1600x1000x24"], pass_fds=(write_fd,),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        children.append(xvfb)
-        os.close(write_fd)
-        with os.fdopen(read_fd) as pipe:
-            display = pipe.readline().strip()
-        if not display:
-            pytest.skip("Xvfb did not start")
-        bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        children.append(bus)
-        assert bus.stdout is not None
-        address = bus.stdout.readline().strip()
-        if not address:
-            pytest.skip("dbus-daemon did not start")
+        started = start_display_and_bus(children)
+        if started is None:
+            pytest.skip("Xvfb or dbus-daemon did not start")
+        display, address = started
         runtime = tmp_path / "runtime"
         runtime.mkdir(mode=0o700)
         env = {k: v for k, v in os.environ.items()
@@ -123,13 +111,7 @@ def desktop(tmp_path: Path) -> Iterator[dict[str, str]]:
                    GPUWATCH_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
         yield env
     finally:
-        for child in reversed(children):
-            if child.poll() is None:
-                child.terminate()
-                try:
-                    child.wait(5)
-                except subprocess.TimeoutExpired:
-                    child.kill()
+        stop_children(children)
 
 
 def test_a_critical_hint_is_a_desktop_notification_and_a_click_opens_it(desktop) -> None:
