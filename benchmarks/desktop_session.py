@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,12 +95,3 @@ def desktop_session(tmp: str) -> Iterator[Desktop]:
     finally:
         stop_children(children)
 
-
-def wait_registered(desktop: Desktop, timeout_s: float) -> bool:
-    """Whether an app registered its tray icon within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if desktop.calls_now()["RegisterStatusNotifierItem"]:
-            return True
-        time.sleep(0.1)
-    return False

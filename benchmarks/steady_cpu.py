@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from desktop_session import Desktop, desktop_session
+from desktop_support import stop_children
 
 REPO = Path(__file__).resolve().parents[1]
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -110,12 +111,7 @@ def measure(name: str, argv: list[str], env: dict[str, str], tmp: str, warmup_s:
         if proc.poll() is not None:
             raise SystemExit(f"{name} ended during the window (exit {proc.returncode})")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_children([proc], wait_s=10)
     return (cpu1 - cpu0) / (wall1 - wall0) * 100.0
 
 

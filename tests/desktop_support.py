@@ -30,13 +30,14 @@ def start_display_and_bus(children: list[subprocess.Popen]) -> tuple[str, str] |
     return (display, address) if address else None
 
 
-def stop_children(children: list[subprocess.Popen]) -> None:
-    """Terminate ``children``, the last started first; kill any that lingers."""
+def stop_children(children: list[subprocess.Popen], wait_s: float = 5.0) -> None:
+    """Terminate ``children``, the last started first; kill any that lingers past
+    ``wait_s``."""
     for child in reversed(children):
         if child.poll() is None:
             child.terminate()
             try:
-                child.wait(5)
+                child.wait(wait_s)
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
