@@ -1,12 +1,20 @@
-"""An X server and a D-Bus session bus of our own, for the tray's real path.
+"""An X server and a D-Bus session bus of our own, for the window's and the tray's real
+path, and the app run on them as a child whose output lines are read as they come.
 
-Used by the tray's end-to-end test and by ``benchmarks/desktop_session.py``.
+Used by the end-to-end tests under ``tests/ui`` and by ``benchmarks/desktop_session.py``.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def start_display_and_bus(children: list[subprocess.Popen]) -> tuple[str, str] | None:
@@ -41,3 +49,49 @@ def stop_children(children: list[subprocess.Popen], wait_s: float = 5.0) -> None
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+
+
+class Child:
+    """A child process whose output lines are collected by a thread."""
+
+    def __init__(self, args: list[str], env: dict[str, str], stdin: bool = False,
+                 merge: bool = False):
+        self.proc = subprocess.Popen(
+            args, env=env, text=True, bufsize=1, cwd=ROOT,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        streams = [self.proc.stdout] + ([] if merge else [self.proc.stderr])
+        for stream in streams:
+            threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, match: Callable[[str], bool], timeout_s: float, what: str) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None and self.lines.empty():
+                    break
+                continue
+            self.seen.append(line)
+            if match(line):
+                return line
+        tail = "\n".join(self.seen[-40:])
+        raise AssertionError(f"no {what} within {timeout_s:g} s (exit {self.proc.poll()}); "
+                             f"last lines:\n{tail}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)

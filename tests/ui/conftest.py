@@ -1,11 +1,15 @@
-"""Qt fixtures: a window on throwaway settings, fed by simulated GPUs on a stepped clock."""
+"""Qt fixtures: a window on throwaway settings, fed by simulated GPUs on a stepped clock;
+an X server and session bus of our own for the end-to-end tests."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from desktop_support import start_display_and_bus, stop_children
 
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
@@ -88,3 +92,25 @@ def count_events(kind, *watched):
             return False
 
     return Counter()
+
+
+@pytest.fixture
+def desktop(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """An X server and a session bus of our own; yields the environment that reaches them."""
+    children: list[subprocess.Popen] = []
+    try:
+        started = start_display_and_bus(children)
+        if started is None:
+            pytest.skip("Xvfb or dbus-daemon did not start")
+        display, address = started
+        runtime = tmp_path / "runtime"
+        runtime.mkdir(mode=0o700)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("QT_", "DBUS_", "WAYLAND_", "XDG_"))}
+        env.update(DISPLAY=f":{display}", DBUS_SESSION_BUS_ADDRESS=address,
+                   XDG_RUNTIME_DIR=str(runtime), XDG_CONFIG_HOME=str(tmp_path / "config"),
+                   XDG_STATE_HOME=str(tmp_path / "state"),
+                   GPUWATCH_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
+        yield env
+    finally:
+        stop_children(children)

@@ -49,8 +49,8 @@ def test_clicking_a_hint_selects_its_gpu_and_process(make_window, scenario, qtbo
 
 def test_hint_rows_wait_for_their_tab(make_window, scenario, qtbot) -> None:
     window = make_window()
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     window.tabs.setCurrentIndex(0)
     feed(window, scenario("oom-ramp"), range(0, 320, 2))
     panel = window.advisor

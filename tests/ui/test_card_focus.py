@@ -14,8 +14,8 @@ from tests.ui.conftest import feed, sample_at
 def _shown(make_window, scenario, qtbot, name: str = "workstation", times=(300,)):
     window = make_window()
     window.resize(1280, 800)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     backend = scenario(name)
     feed(window, backend, times)
     qtbot.wait(30)

@@ -54,8 +54,8 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
     view = CardsView(history=history)
     qtbot.addWidget(view)
     view.resize(1024, 400)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     backend = scenario("multi-gpu-ddp")
     for t in range(300, 420, 3):      # 2 min: columns of the 10 min sparkline fill
         snap = sample_at(backend, t)

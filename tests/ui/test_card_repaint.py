@@ -70,8 +70,8 @@ def test_cards_painted_bit_by_bit_equal_a_fresh_paint(qtbot, scenario, styled, w
     snap = sample_at(backend, 20)
     history.append(snap)
     view.update_snapshot(snap, "iec", Thresholds(), {})
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     _settle(qtbot)
     spy = _PaintRegions()
     for card in view.cards.values():
@@ -117,8 +117,8 @@ def test_eight_cards_with_nvlink_painted_bit_by_bit_equal_a_fresh_paint(qtbot, s
         history.append(snap)
         view.update_snapshot(snap, "iec", Thresholds(), {})
         if t == 300:
-            view.show()
-            qtbot.waitExposed(view)
+            with qtbot.waitExposed(view):
+                view.show()
         _settle(qtbot)
         assert _shown(view) == _fresh(view), t
     assert all(not card.nvlink.isHidden() for card in view.cards.values())
@@ -135,8 +135,8 @@ def test_each_painted_part_has_its_tooltip_over_its_rectangle(make_window, scena
 
     window = make_window()
     window.resize(1280, 800)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     feed(window, scenario("workstation"), [300])
     _settle(qtbot)
     card = window.cards.cards[0]

@@ -26,8 +26,8 @@ from tests.ui.conftest import feed
 
 def shown(qtbot, window, size=(1280, 800)) -> None:
     window.resize(*size)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     QApplication.processEvents()
 
 

@@ -236,8 +236,8 @@ def test_a_zombie_holding_memory_is_live_and_marked(make_window) -> None:
 
 def test_the_table_paints_exited_and_holding_rows(make_window, scenario, qtbot) -> None:
     window = make_window()
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     feed(window, scenario("churn"), range(0, 120))
     model = window.processes.model
     assert LIVE in _states(model) and EXITED in _states(model)

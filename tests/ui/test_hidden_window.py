@@ -22,8 +22,8 @@ def test_an_unseen_window_samples_but_does_not_draw(make_window, scenario, qtbot
     window = make_window()
     window.rest_when_hidden = True
     backend = scenario("oom-ramp")
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     drawn = _drawn(window, monkeypatch)
     window.on_snapshots([sample_at(backend, 10)])
     assert drawn == [1]
@@ -32,8 +32,8 @@ def test_an_unseen_window_samples_but_does_not_draw(make_window, scenario, qtbot
         window.on_snapshots([sample_at(backend, t)])
     assert drawn == [1]                                  # nothing drawn while hidden
     assert window.samples == 4 and len(window.history.gpu(0).column("used_bytes")) == 4
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     assert drawn == [1, 4]                               # caught up once, on the newest
     window.showMinimized()
     qtbot.waitUntil(window.isMinimized)
@@ -61,8 +61,8 @@ def test_hints_shown_while_unseen_catch_up_when_seen(make_window, scenario, qtbo
                         lambda views: (shown.append(len(views)), original(views)))
     announced: list[int] = []
     window.hint_source.hints_changed.connect(lambda hints: announced.append(len(hints)))
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     window.on_snapshots([sample_at(backend, 10)])
     assert len(shown) == 1
     window.hide()
@@ -70,8 +70,8 @@ def test_hints_shown_while_unseen_catch_up_when_seen(make_window, scenario, qtbo
         window.on_snapshots([sample_at(backend, t)])
     assert len(shown) == 1                           # the panel was left alone…
     assert announced and announced[-1] >= 1          # …but the tray heard of the hint
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     assert len(shown) == 2 and shown[-1] == len(window.hint_source.active) >= 1
 
 
@@ -84,8 +84,8 @@ def test_the_sampler_is_told_when_the_window_rests_and_when_it_is_seen_again(
     told: list[bool] = []
     window.sight_changed.connect(told.append)
     backend = scenario("oom-ramp")
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     window.on_snapshots([sample_at(backend, 10)])
     window.on_snapshots([sample_at(backend, 11)])
     assert told == [True]
@@ -93,8 +93,8 @@ def test_the_sampler_is_told_when_the_window_rests_and_when_it_is_seen_again(
     window.on_snapshots([sample_at(backend, 12)])
     window.on_snapshots([sample_at(backend, 13)])
     assert told == [True, False]
-    window.show()                          # before the next sample comes
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):        # before the next sample comes
+        window.show()
     assert told == [True, False, True]
 
 

@@ -43,8 +43,8 @@ def test_time_axes_keep_their_labels_in_a_shown_resized_window(make_window, scen
     no label fits a view with no data then, and the axis must not shrink to nothing."""
     window = make_window()
     window.resize(*SIZES[0])
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     settle(qtbot, window)
     backend = scenario("workstation")
     t = 300
@@ -169,8 +169,8 @@ def test_the_sort_arrow_never_covers_the_header_text(make_window, qtbot, align) 
     model = QStandardItemModel(1, 2)
     view.setModel(model)
     view.resize(600, 200)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
 
     def label(text: str) -> None:
         model.setHeaderData(0, Qt.Orientation.Horizontal, text)

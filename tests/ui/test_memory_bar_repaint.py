@@ -42,8 +42,8 @@ def _bar(qtbot) -> MemoryBar:
     bar.setFixedWidth(300)
     bar.set_background(QColor("#ffffff"))
     qtbot.addWidget(bar)
-    bar.show()
-    qtbot.waitExposed(bar)
+    with qtbot.waitExposed(bar):
+        bar.show()
     return bar
 
 

@@ -10,8 +10,8 @@ from PySide6.QtCore import QEvent
 def test_a_sample_that_moves_every_plot_is_painted_in_one_pass(make_window, scenario, qtbot):
     window = make_window()
     window.resize(1400, 900)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     backend = scenario("workstation")
     feed(window, backend, range(0, 120, 5))
     views = [window.plots.memory, window.plots.bandwidth, window.processes.detail.detail_plot]

@@ -17,8 +17,8 @@ def test_the_selected_linked_process_is_measured_against_its_budget(make_window,
                                                                      qtbot) -> None:
     window = make_window()
     window.resize(1280, 800)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     backend = scenario("fragmentation")
     feed(window, backend, [890, 900])
     rows = window.budget.linked

@@ -126,8 +126,8 @@ def test_a_resort_repaints_the_rows_in_their_new_order(make_window, scenario, qt
     snap = scenario("workstation", at_s=600).sample()
     window.on_snapshot(snap)
     window.resize(1600, 1000)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     table, model = window.processes.table, window.processes.model
     key = model.key_at(model.rowCount() - 1)
     window.processes.select(key)
@@ -220,8 +220,8 @@ def test_a_run_drawn_as_plain_text_then_from_its_static_layout_looks_the_same(qt
     qtbot.addWidget(label)
     label.set_colors(QColor("#1d2330"), QColor("#ffffff"))
     label.set_lines([[Run("7.1 GiB", bold=True), Run("  stays")], [Run("busy 41 %")]])
-    label.show()
-    qtbot.waitExposed(label)
+    with qtbot.waitExposed(label):
+        label.show()
     plain = label.grab().toImage()
     assert all(static is None for line in label._placed for _, _, static, _ in line)
     label.set_lines([[Run("7.1 GiB", bold=True), Run("  stays")], [Run("busy 42 %")]])

@@ -50,8 +50,8 @@ def assert_same(scrolled: tuple[QImage, QImage], redrawn: tuple[QImage, QImage])
 def plots(make_window, scenario, qtbot):
     window = make_window()
     window.resize(1024, 640)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     backend = scenario("multi-gpu-ddp")
     feed(window, backend, range(0, 700))
     window.backend_for_test = backend
@@ -128,8 +128,8 @@ def test_a_paused_plot_dragged_by_whole_pixels_keeps_its_tiles(plots) -> None:
 def test_the_canvas_draws_a_line_where_its_value_is(make_window, scenario, qtbot) -> None:
     window = make_window()
     window.resize(1280, 800)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     snap = feed(window, scenario("workstation"), range(300, 400))
     window.focus_gpu(1)                               # GPU 1 alone
     image = grab(window.plots)[0]

@@ -29,8 +29,8 @@ def test_a_known_bandwidth_keeps_its_title(make_window, scenario) -> None:
 def test_labels_of_close_reference_lines_do_not_overlap(make_window, scenario, qtbot) -> None:
     window = make_window()
     window.resize(1280, 800)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     feed(window, scenario("workstation"), range(60, 70))   # peaks of 1,008 and 936 GB/s
     qtbot.wait(50)
     labels = [line.label for line in window.plots.peak_marks.lines.values()]

@@ -18,8 +18,8 @@ def plot(qtbot) -> pg.PlotWidget:
     widget.resize(600, 300)
     widget.setXRange(1000, 1600, padding=0)
     widget.setYRange(0, 100, padding=0)
-    widget.show()
-    qtbot.waitExposed(widget)
+    with qtbot.waitExposed(widget):
+        widget.show()
     return widget
 
 

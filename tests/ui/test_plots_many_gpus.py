@@ -29,8 +29,8 @@ from tests.ui.conftest import feed
 
 def shown(qtbot, window, size=(1024, 640)) -> None:
     window.resize(*size)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     qtbot.wait(30)
     QApplication.processEvents()
 

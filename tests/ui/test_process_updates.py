@@ -123,8 +123,8 @@ def test_process_plot_waits_for_its_tab(make_window, scenario, qtbot) -> None:
     window = make_window()
     backend = scenario("workstation")
     feed(window, backend, range(590, 600))
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     window.processes.select(window.processes.model.keys[0])
     window.tabs.setCurrentIndex(1)
     feed(window, backend, range(600, 610))
@@ -163,8 +163,8 @@ def test_rows_out_of_view_are_painted_fresh_not_announced(make_window, qtbot) ->
     scrolled into view shows its current figures all the same."""
     window = make_window()
     window.resize(1280, 800)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     model, table = window.processes.model, window.processes.table
     model.sort(PID, Qt.SortOrder.AscendingOrder)
     procs = [ProcessSample(pid=1000 + k, gpu_index=0, used_bytes=2**30, name=f"worker{k}")

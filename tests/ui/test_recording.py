@@ -62,8 +62,8 @@ def test_the_file_size_follows_the_samples_while_the_label_is_seen(
     clock, size = sized_clock
     size[0] = 5 * 1024 * 1024
     window = make_window()
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     rec = RecordingController(window, 1.0)
     backend = scenario("workstation")
 
@@ -96,8 +96,8 @@ def test_a_new_file_size_repaints_the_label_alone(make_window, scenario, qtbot,
     clock, size = sized_clock
     size[0] = 900 * 1024
     window = make_window()
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     rec = RecordingController(window, 1.0)
     backend = scenario("workstation")
     feed_both(window, rec, backend, [0])
@@ -254,8 +254,8 @@ def test_the_recording_label_paints_the_themes_background(make_window, scenario,
     window = make_window()
     window.apply_preferences(Preferences(**{**vars(window.prefs), "theme": first}))
     rec = RecordingController(window, 1.0)       # as the app makes it: before the show
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     feed_both(window, rec, scenario("workstation"), [0])
     for name in (first, then):
         window.apply_preferences(Preferences(**{**vars(window.prefs), "theme": name}))
