@@ -134,6 +134,8 @@ class SamplingSession(QObject):
         """Out of sight, the window takes its samples about every ``REST_WAKE_S``."""
         self._seen = seen
         self.bridge.set_batch(1 if seen else round(REST_WAKE_S / self.interval_s))
+        log.info("window %s", "in sight: drawn every sample" if seen else
+                 "out of sight: resting, nothing drawn")
 
     def _failed(self, message: str) -> None:
         self.window.statusBar().showMessage(f"A sample failed: {message}", 5000)

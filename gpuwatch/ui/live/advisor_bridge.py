@@ -17,7 +17,7 @@ from collections import deque
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Signal
+from PySide6.QtCore import QObject, Signal
 
 from gpuwatch.advisor import Advisor
 from gpuwatch.core.hints import Hint, HintEvent
@@ -50,7 +50,7 @@ class WindowAdvisor(QObject):
         self._unseen = False         # hints changed while the window was out of sight
         self._pending_at: float | None = None    # snapshot time pending checks were shown
         window.advisor.hint_activated.connect(self.show_target)
-        window.installEventFilter(self)
+        window.sight_changed.connect(self._seen_again)
 
     # feeding ------------------------------------------------------------------------
     def observe(self) -> None:
@@ -66,7 +66,7 @@ class WindowAdvisor(QObject):
         events, self._pending = self._pending, []
         self.active = self.engine.active
         w = self.window
-        if w.rest_when_hidden and w.out_of_sight():
+        if w.rest_when_hidden and w.sight.out_of_sight():
             self._unseen = True
         else:
             self._show_active()
@@ -97,13 +97,11 @@ class WindowAdvisor(QObject):
         self._pending_at = now
         self.window.advisor.set_pending(self.engine.pending_judgements())
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """The window seen again (shown, restored): bring the hints shown up to date."""
-        if (self._unseen and watched is self.window
-                and event.type() in (QEvent.Type.Show, QEvent.Type.WindowStateChange)
-                and not self.window.out_of_sight()):
+    def _seen_again(self, seen: bool) -> None:
+        """The window seen again (shown, restored, exposed): bring the hints shown up to
+        date."""
+        if seen and self._unseen:
             self._show_active()
-        return False
 
     def _sync_links(self) -> None:
         snap = self.window.history.latest
@@ -134,6 +132,8 @@ class WindowAdvisor(QObject):
         False when that hint has closed since (the tab is shown all the same).
         """
         w = self.window
+        if self._unseen:      # shown just now, not yet exposed: the panel catches up first
+            self._show_active()
         w.tabs.setCurrentWidget(w.advisor)
         if key is None:
             return False

@@ -48,6 +48,7 @@ from gpuwatch.ui.live.window_chrome import (
     state_text,
 )
 from gpuwatch.ui.live.window_menus import build_menus
+from gpuwatch.ui.live.window_sight import WindowSight
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
 from gpuwatch.ui.widgets import theme
@@ -91,6 +92,8 @@ class MainWindow(QMainWindow):
         self.rest_when_hidden = False    # see on_snapshots; off for grabbed-only windows
         self._stale = False
         self._seen: bool | None = None     # last told through sight_changed
+        self.sight = WindowSight(self)     # e.g. on another workspace: not exposed
+        self.sight.exposed_again.connect(self._catch_up)
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
@@ -174,8 +177,8 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def on_snapshots(self, snaps: Sequence[Snapshot]) -> None:
         """Append every snapshot to the history, then redraw once for the newest. Out of
-        sight (in the tray, minimised) with ``rest_when_hidden``, the history, the table's
-        bookkeeping and the advisor still run, but nothing is drawn until it is seen."""
+        sight (tray, minimised, another workspace) with ``rest_when_hidden``, the history,
+        the table's bookkeeping and the advisor still run; nothing is drawn until seen."""
         if not snaps:
             return
         for i, snap in enumerate(snaps, 1 - len(snaps)):
@@ -185,7 +188,7 @@ class MainWindow(QMainWindow):
             if i:     # not the newest: the table notes only who left in it
                 self.processes.model.pass_snapshot(snap)
         self.samples += len(snaps)
-        resting = self.rest_when_hidden and self.out_of_sight()
+        resting = self.rest_when_hidden and self.sight.out_of_sight()
         self._note_sight(not resting)
         if resting:
             self.processes.model.pass_snapshot(snaps[-1])
@@ -194,18 +197,16 @@ class MainWindow(QMainWindow):
             self.refresh()
         self.hint_source.flush()
 
-    def out_of_sight(self) -> bool:
-        return not self.isVisible() or self.isMinimized()
-
     def _note_sight(self, seen: bool) -> None:
         if seen != self._seen:
             self._seen = seen
             self.sight_changed.emit(seen)
 
-    def _catch_up(self) -> None:
-        if not self.out_of_sight():
-            self._note_sight(True)
-        if self._stale and not self.out_of_sight():
+    def _catch_up(self, just_shown: bool = False) -> None:
+        if self.sight.out_of_sight(just_shown):
+            return
+        self._note_sight(True)
+        if self._stale:
             self._stale = False
             self.refresh()
 
@@ -341,8 +342,7 @@ class MainWindow(QMainWindow):
     # advisor ------------------------------------------------------------------------------
     def set_hints(self, hints: list[HintView]) -> None:
         self.advisor.set_hints(hints)
-        n = len(hints)
-        title = f"Advisor ({n})" if n else "Advisor"
+        title = f"Advisor ({len(hints)})" if hints else "Advisor"
         if self.tabs.tabText(2) != title:
             self.tabs.setTabText(2, title)
 
@@ -359,8 +359,7 @@ class MainWindow(QMainWindow):
         self.plots.restyle()
         self.processes.restyle()
         self.cards.restyle()
-        # opaque: the status bar's texts that change (every sample, every few seconds)
-        # repaint themselves alone, not the bar and the window beneath it
+        # opaque: the status texts that change repaint alone, not the bar and window beneath
         for text in self.statusBar().findChildren(TextLines):
             text.set_colors(None, QColor(colors.window))
 
@@ -434,7 +433,8 @@ class MainWindow(QMainWindow):
         super().showEvent(event)  # type: ignore[arg-type]
         if self.settings.state("splitter_main") is None:
             self.fit_cards()
-        self._catch_up()
+        self.sight.follow()
+        self._catch_up(just_shown=True)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
