@@ -228,6 +228,7 @@ class TrayController(QObject):
         w.show()
         w.raise_()
         w.activateWindow()
+        w.catch_up(just_shown=True)     # seen now, though exposed (again) a moment later
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         if reason is QSystemTrayIcon.ActivationReason.Trigger:

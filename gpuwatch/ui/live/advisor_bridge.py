@@ -132,8 +132,6 @@ class WindowAdvisor(QObject):
         False when that hint has closed since (the tab is shown all the same).
         """
         w = self.window
-        if self._unseen:      # shown just now, not yet exposed: the panel catches up first
-            self._show_active()
         w.tabs.setCurrentWidget(w.advisor)
         if key is None:
             return False

@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
         self._stale = False
         self._seen: bool | None = None     # last told through sight_changed
         self.sight = WindowSight(self)     # e.g. on another workspace: not exposed
-        self.sight.exposed_again.connect(self._catch_up)
+        self.sight.exposed_again.connect(self.catch_up)
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
@@ -202,7 +202,8 @@ class MainWindow(QMainWindow):
             self._seen = seen
             self.sight_changed.emit(seen)
 
-    def _catch_up(self, just_shown: bool = False) -> None:
+    def catch_up(self, just_shown: bool = False) -> None:
+        """Seen again: draw the newest sample if the window rested (see WindowSight)."""
         if self.sight.out_of_sight(just_shown):
             return
         self._note_sight(True)
@@ -434,12 +435,12 @@ class MainWindow(QMainWindow):
         if self.settings.state("splitter_main") is None:
             self.fit_cards()
         self.sight.follow()
-        self._catch_up(just_shown=True)
+        self.catch_up(just_shown=True)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.WindowStateChange:     # restored from minimised
-            self._catch_up()
+            self.catch_up()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
