@@ -9,12 +9,24 @@ from __future__ import annotations
 import os
 import queue
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# the real `gpuwatch` command, logging what it does (INFO, "name: message") to stderr
+_LOGGED_APP = ("import logging, sys\n"
+               "logging.basicConfig(level=logging.INFO, stream=sys.stderr,\n"
+               "                    format='%(name)s: %(message)s')\n"
+               "from gpuwatch.cli import main\n"
+               "sys.exit(main(sys.argv[1:]))\n")
+
+
+def logged_gpuwatch(*args: str) -> list[str]:
+    """The command line of ``gpuwatch ARGS`` with its log on stderr, for :class:`Child`."""
+    return [sys.executable, "-c", _LOGGED_APP, *args]
 
 
 def start_display_and_bus(children: list[subprocess.Popen]) -> tuple[str, str] | None:
@@ -88,10 +100,4 @@ class Child:
                              f"last lines:\n{tail}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_children([self.proc])

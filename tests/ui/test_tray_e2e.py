@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from desktop_support import Child
+from desktop_support import Child, logged_gpuwatch
 
 pytestmark = [
     pytest.mark.xvfb, pytest.mark.dbus,
@@ -27,12 +27,6 @@ pytestmark = [
 
 HERE = Path(__file__).resolve().parent
 STANDIN = HERE / "dbus_standin.py"
-# the app logs what the tray does; the command is the real `gpuwatch gui`
-APP = ("import logging, sys\n"
-       "logging.basicConfig(level=logging.INFO, stream=sys.stderr,\n"
-       "                    format='%(name)s: %(message)s')\n"
-       "from gpuwatch.cli import main\n"
-       "sys.exit(main(sys.argv[1:]))\n")
 APP_ARGS = ["gui", "--tray", "--demo", "oom-ramp", "--time-scale", "40", "--interval", "2"]
 # 40x: the hint turns critical ~7 s in and closes ~13 s in (the run dies at 492 s), which
 # leaves the click several seconds to find it open
@@ -45,7 +39,7 @@ def test_a_critical_hint_is_a_desktop_notification_and_a_click_opens_it(desktop)
     app = None
     try:
         standin.wait_for(lambda line: '"ready"' in line, 10, "stand-in ready")
-        app = Child([sys.executable, "-c", APP, *APP_ARGS],
+        app = Child(logged_gpuwatch(*APP_ARGS),
                     {**desktop, "QT_QPA_PLATFORM": "xcb"}, merge=True)
         calls: list[dict] = []
 

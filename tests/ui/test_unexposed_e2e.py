@@ -13,11 +13,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import shutil
-import sys
 import time
 
 import pytest
-from desktop_support import Child
+from desktop_support import Child, logged_gpuwatch
 
 pytestmark = [
     pytest.mark.xvfb,
@@ -27,11 +26,6 @@ pytestmark = [
     pytest.mark.skipif(ctypes.util.find_library("X11") is None, reason="needs libX11"),
 ]
 
-APP = ("import logging, sys\n"
-       "logging.basicConfig(level=logging.INFO, stream=sys.stderr,\n"
-       "                    format='%(name)s: %(message)s')\n"
-       "from gpuwatch.cli import main\n"
-       "sys.exit(main(sys.argv[1:]))\n")
 APP_ARGS = ["gui", "--demo", "workstation", "--interval", "0.5"]
 IN_SIGHT = "gpuwatch.ui.app: window in sight"
 OUT_OF_SIGHT = "gpuwatch.ui.app: window out of sight"
@@ -114,7 +108,7 @@ class Xlib:
 
 
 def test_a_window_on_another_workspace_rests_and_catches_up_when_back(desktop) -> None:
-    app = Child([sys.executable, "-c", APP, *APP_ARGS], {**desktop, "QT_QPA_PLATFORM": "xcb"},
+    app = Child(logged_gpuwatch(*APP_ARGS), {**desktop, "QT_QPA_PLATFORM": "xcb"},
                 merge=True)
     x = Xlib(desktop["DISPLAY"])
     try:
