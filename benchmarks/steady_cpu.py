@@ -6,7 +6,9 @@ driver library (tests/fakenvml, built with gcc), and runs one after the other:
 - ``bare``:   a bare pynvml + psutil loop at the same interval: the NVML readings gpuwatch
               makes, and psutil's name/cmdline/user/rss/cpu of every listed pid
 - ``record``: ``gpuwatch record --interval 1 --no-save`` (output to a file)
-- ``gui``:    ``gpuwatch gui --interval 1``, offscreen, window shown   (with --gui)
+- ``gui``:    ``gpuwatch gui --interval 1``, offscreen, window shown   (with --gui): the
+              calm redraw pace of the default preferences
+- ``every sample``: the same with the preference "redraw every sample" (with --every-sample)
 - ``minimised``: ``gpuwatch gui --tray --interval 1``, offscreen: that platform has no
               tray, so the window starts minimised                    (with --minimised)
 - ``tray``:   ``gpuwatch gui --tray --interval 1`` in a tray: Xvfb (xcb), a private
@@ -19,13 +21,14 @@ end of a ``--window`` of wall-clock seconds. ``--baseline`` runs each gpuwatch c
 from a second checkout too (a `git worktree` of an older commit), interleaved with this
 one, so both see the same machine; ``--repeat`` gives each run several rounds.
 
-Run:  .venv/bin/python benchmarks/steady_cpu.py [--window 60] [--gui] [--minimised]
-          [--tray] [--repeat N] [--baseline OTHER_CHECKOUT]
+Run:  .venv/bin/python benchmarks/steady_cpu.py [--window 60] [--gui] [--every-sample]
+          [--minimised] [--tray] [--repeat N] [--baseline OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -125,6 +128,21 @@ class Run(NamedTuple):
     argv: list[str]
     pythonpath: str | None     # None: this checkout
     in_tray: bool = False      # runs in the desktop with a tray
+    preferences: dict | None = None   # stored in a settings folder of the run's own
+
+
+def with_preferences(env: dict[str, str], tmp: str, name: str,
+                     preferences: dict) -> dict[str, str]:
+    """``env`` with a settings folder of its own holding ``preferences``."""
+    from PySide6.QtCore import QSettings
+
+    home = os.path.join(tmp, f"config-{name}")
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    stored = QSettings(os.path.join(home, "gpuwatch", "gpuwatch.ini"),
+                       QSettings.Format.IniFormat)
+    stored.setValue("preferences", json.dumps(preferences))
+    stored.sync()
+    return dict(env, XDG_CONFIG_HOME=home)
 
 
 def planned_runs(args: argparse.Namespace) -> list[Run]:
@@ -132,26 +150,29 @@ def planned_runs(args: argparse.Namespace) -> list[Run]:
     interval = f"{args.interval:g}"
     gpuwatch = [sys.executable, "-m", "gpuwatch"]
     tray = [*gpuwatch, "gui", "--tray", "--interval", interval]
-    commands: list[tuple[str, list[str], bool]] = []
+    commands: list[tuple[str, list[str], bool, dict | None]] = []
     if not args.no_record:
-        commands.append(("record",
-                         [*gpuwatch, "record", "--interval", interval, "--no-save"], False))
+        commands.append(("record", [*gpuwatch, "record", "--interval", interval, "--no-save"],
+                         False, None))
+    shown = [*gpuwatch, "gui", "--interval", interval]
     if args.gui:
-        commands.append(("gui, shown (offscreen)",
-                         [*gpuwatch, "gui", "--interval", interval], False))
+        commands.append(("gui, shown (offscreen)", shown, False, None))
+    if args.every_sample:
+        commands.append(("gui, shown, every sample drawn", shown, False,
+                         {"redraw_every_sample": True}))
     if args.minimised:
-        commands.append(("gui, minimised (offscreen)", tray, False))
+        commands.append(("gui, minimised (offscreen)", tray, False, None))
     if args.tray:
-        commands.append(("gui --tray, hidden (Xvfb, D-Bus)", tray, True))
+        commands.append(("gui --tray, hidden (Xvfb, D-Bus)", tray, True, None))
     runs: list[Run] = []
     if not args.no_bare:
         runs.append(Run(BARE, [sys.executable, str(Path(__file__).resolve()), "--bare-loop",
                                "--interval", interval], None))
-    for label, argv, in_tray in commands:
+    for label, argv, in_tray, preferences in commands:
         if args.baseline:
             runs.append(Run(f"{label} [baseline]", argv, str(Path(args.baseline).resolve()),
-                            in_tray))
-        runs.append(Run(label, argv, None, in_tray))
+                            in_tray, preferences))
+        runs.append(Run(label, argv, None, in_tray, preferences))
     return runs
 
 
@@ -170,6 +191,8 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--per-gpu", type=int, default=8, help="processes per GPU")
     parser.add_argument("--gui", action="store_true", help="also the window (offscreen)")
+    parser.add_argument("--every-sample", action="store_true",
+                        help="also the window shown with every sample drawn (offscreen)")
     parser.add_argument("--minimised", action="store_true",
                         help="also the window minimised (gui --tray, offscreen: no tray)")
     parser.add_argument("--tray", action="store_true",
@@ -211,6 +234,9 @@ def main() -> None:
                     run_env = dict(env, PYTHONPATH=run.pythonpath) if run.pythonpath else env
                     if run.in_tray and desktop is not None:
                         run_env = dict(run_env, **desktop.env)
+                    if run.preferences is not None:
+                        run_env = with_preferences(run_env, tmp, f"{round_}-{k}",
+                                                   run.preferences)
                     value = measure(f"run{round_}-{k}", run.argv, run_env, tmp, args.warmup,
                                     args.window, desktop if run.in_tray else None)
                     results[run.label].append(value)

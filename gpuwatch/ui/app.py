@@ -134,7 +134,10 @@ class SamplingSession(QObject):
         """Out of sight, the window takes its samples about every ``REST_WAKE_S``."""
         self._seen = seen
         self.bridge.set_batch(1 if seen else round(REST_WAKE_S / self.interval_s))
-        log.info("window %s", "in sight: drawn every sample" if seen else
+        pace = self.window.pace
+        drawn = f"calmly, every {pace.calm_s:g} s while nothing moves" if pace.calm \
+            else "every sample"
+        log.info("window %s", f"in sight: drawn {drawn}" if seen else
                  "out of sight: resting, nothing drawn")
 
     def _failed(self, message: str) -> None:
@@ -201,6 +204,7 @@ def launch(opts: LaunchOptions) -> int:
         settings.set_preferences(prefs)
     window = MainWindow(settings, banner, fallback)
     window.rest_when_hidden = True      # no drawing while in the tray or minimised
+    window.pace.set_calm(not window.prefs.redraw_every_sample)
     interval = opts.interval_s or window.prefs.interval_s
     if opts.interval_s:
         window.prefs.interval_s = opts.interval_s
@@ -212,6 +216,8 @@ def launch(opts: LaunchOptions) -> int:
     tray = TrayController(window)
     instance.activated.connect(lambda message, token: _second_launch(message, token, tray))
     window.preferences_changed.connect(lambda prefs: _apply_start_at_login(prefs, window))
+    window.preferences_changed.connect(
+        lambda prefs: window.pace.set_calm(not prefs.redraw_every_sample))
     SystemThemeFollower(window)
     if not opts.tray:
         window.show()

@@ -38,6 +38,7 @@ class Preferences:
     thresholds: Thresholds = field(default_factory=Thresholds)
     notifications: bool = True      # warning/critical hints as desktop notifications
     close_to_tray: bool = True      # closing the window keeps gpuwatch in the tray (if any)
+    redraw_every_sample: bool = False   # else calm: redrawn every 2 s while nothing moves
     record_sessions: bool = True    # record what the window samples to a session file
     retention_days: float = 30.0    # sessions older than this are deleted at start
     retention_max_gib: float = 5.0  # then the oldest, until the folder fits this
@@ -80,7 +81,7 @@ class Settings:
                                                           prefs.retention_days)))
             prefs.retention_max_gib = max(0.1, float(raw.get("retention_max_gib",
                                                              prefs.retention_max_gib)))
-            for name in ("notifications", "close_to_tray"):
+            for name in ("notifications", "close_to_tray", "redraw_every_sample"):
                 if isinstance(raw.get(name), bool):
                     setattr(prefs, name, raw[name])
             t = raw.get("thresholds", {})

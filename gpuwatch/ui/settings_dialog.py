@@ -1,5 +1,5 @@
-"""Preferences: sampling interval, units, theme, the card thresholds, alerts, start at
-login and sessions."""
+"""Preferences: sampling interval, units, theme, the card thresholds, the redraw pace,
+alerts, start at login and sessions."""
 
 from __future__ import annotations
 
@@ -67,6 +67,14 @@ class SettingsDialog(QDialog):
         self.close_to_tray = QCheckBox("Closing the window keeps gpuwatch in the system tray")
         self.close_to_tray.setChecked(prefs.close_to_tray)
         self.close_to_tray.setToolTip("Only where the desktop has a system tray")
+        self.redraw = QCheckBox("Redraw every sample, also while memory holds still")
+        self.redraw.setChecked(prefs.redraw_every_sample)
+        self.redraw.setToolTip(
+            "Off: the window redraws every 2 s while nothing moves, and at once when used "
+            "memory moves by 1 % of a GPU or crosses a threshold, a process starts or "
+            "ends, or a GPU changes state. Sampling, hints and recording take every "
+            "sample either way. On: about half again the CPU of the window.")
+        form.addRow("Window", self.redraw)
         form.addRow("Alerts", self.notifications)
         form.addRow("", self.close_to_tray)
         self.start_at_login = QCheckBox("Start at login in the tray")
@@ -95,4 +103,5 @@ class SettingsDialog(QDialog):
             retention_max_gib=round(self.retention_gib.value(), 1),
             notifications=self.notifications.isChecked(),
             close_to_tray=self.close_to_tray.isChecked(),
+            redraw_every_sample=self.redraw.isChecked(),
             start_at_login=self.start_at_login.isChecked())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from gpuwatch.ui.settings import Preferences, Settings, Thresholds
+from gpuwatch.ui.settings_dialog import SettingsDialog
 from gpuwatch.ui.widgets import theme
 from tests.ui.conftest import feed
 
@@ -12,10 +13,19 @@ from tests.ui.conftest import feed
 def test_preferences_round_trip(settings_path) -> None:
     s = Settings(settings_path)
     prefs = Preferences(interval_s=2.5, units="si", theme="dark", plot_window_s=3600,
-                        thresholds=Thresholds(70, 90, 80))
+                        thresholds=Thresholds(70, 90, 80), redraw_every_sample=True)
     s.set_preferences(prefs)
     s.sync()
     assert Settings(settings_path).preferences() == prefs
+
+
+def test_the_redraw_pace_is_chosen_in_the_settings_dialog(qtbot) -> None:
+    dialog = SettingsDialog(Preferences())
+    qtbot.addWidget(dialog)
+    assert not dialog.redraw.isChecked()            # calm by default
+    dialog.redraw.setChecked(True)
+    assert dialog.preferences().redraw_every_sample
+    assert SettingsDialog(Preferences(redraw_every_sample=True)).redraw.isChecked()
 
 
 def test_bad_values_fall_back_to_defaults(settings_path) -> None:

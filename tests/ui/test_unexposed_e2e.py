@@ -112,7 +112,8 @@ def test_a_window_on_another_workspace_rests_and_catches_up_when_back(desktop) -
                 merge=True)
     x = Xlib(desktop["DISPLAY"])
     try:
-        app.wait_for(lambda line: line.startswith(IN_SIGHT), 20, "the window in sight")
+        seen = app.wait_for(lambda line: line.startswith(IN_SIGHT), 20, "the window in sight")
+        assert "calmly" in seen              # the default pace of a window in sight
         window = None
         deadline = time.monotonic() + 10
         while window is None and time.monotonic() < deadline:

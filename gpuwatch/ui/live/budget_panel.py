@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuwatch.budget.workload import default_precision
+from gpuwatch.core.snapshot import GpuState, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.live import budget_adapter as ba
 from gpuwatch.ui.live.budget_links import BudgetLinks
@@ -232,6 +233,16 @@ class BudgetPanel(QWidget):
         if (capacity_bytes, label) != (self.capacity_bytes, self.capacity_label):
             self.capacity_bytes, self.capacity_label = capacity_bytes, label
             self.recompute()
+
+    def follow_gpu(self, snap: Snapshot | None, selected: tuple[int, int] | None) -> None:
+        """Budget against the selected process's GPU, else the first GPU that answers."""
+        if snap is None:
+            return
+        gpu = snap.gpu(selected[0]) if selected else next(
+            (g for g in snap.gpus if g.state is GpuState.OK), None)
+        if gpu is not None and gpu.memory.total_bytes:
+            name = (gpu.name or "").removeprefix("NVIDIA ")
+            self.set_capacity(gpu.memory.total_bytes, f"on GPU {gpu.index} {name}")
 
     def set_units(self, units: UnitSystem) -> None:
         self.units = units

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from gpuwatch.core.history import History
 from gpuwatch.core.probe_format import ProbeReport
-from gpuwatch.core.snapshot import BackendInfo, BackendKind, GpuState, Snapshot
+from gpuwatch.core.snapshot import BackendInfo, BackendKind, Snapshot
 from gpuwatch.core.units import UnitSystem
 from gpuwatch.ui.live import budget_adapter, probe_view
 from gpuwatch.ui.live.advisor_bridge import WindowAdvisor
@@ -39,6 +39,7 @@ from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.live.plan_panel import PlanPanel
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
+from gpuwatch.ui.live.redraw_pace import RedrawPace
 from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.live.window_chrome import (
     build_toolbar,
@@ -94,6 +95,8 @@ class MainWindow(QMainWindow):
         self._seen: bool | None = None     # last told through sight_changed
         self.sight = WindowSight(self)     # e.g. on another workspace: not exposed
         self.sight.exposed_again.connect(self.catch_up)
+        self.pace = RedrawPace(self)       # calm: see redraw_pace; off until turned on
+        self.pace.due.connect(self.catch_up)
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
@@ -178,7 +181,8 @@ class MainWindow(QMainWindow):
     def on_snapshots(self, snaps: Sequence[Snapshot]) -> None:
         """Append every snapshot to the history, then redraw once for the newest. Out of
         sight (tray, minimised, another workspace) with ``rest_when_hidden``, the history,
-        the table's bookkeeping and the advisor still run; nothing is drawn until seen."""
+        the table's bookkeeping and the advisor still run; nothing is drawn until seen.
+        A calm :attr:`pace` holds back a sample in sight in which nothing moved much."""
         if not snaps:
             return
         for i, snap in enumerate(snaps, 1 - len(snaps)):
@@ -190,7 +194,7 @@ class MainWindow(QMainWindow):
         self.samples += len(snaps)
         resting = self.rest_when_hidden and self.sight.out_of_sight()
         self._note_sight(not resting)
-        if resting:
+        if resting or self.pace.hold(snaps[-1], self.prefs.thresholds):   # drawn later
             self.processes.model.pass_snapshot(snaps[-1])
             self._stale = True
         else:
@@ -218,6 +222,7 @@ class MainWindow(QMainWindow):
         snap = self.history.latest
         if snap is None:
             return
+        self.pace.drawn(snap)
         if self.backend != snap.backend:
             self.backend = snap.backend
             self.processes.simulated = snap.backend.kind is BackendKind.SIMULATED
@@ -330,15 +335,7 @@ class MainWindow(QMainWindow):
         self.link_process(key)
 
     def _update_capacity(self) -> None:
-        snap = self.history.latest
-        if snap is None:
-            return
-        key = self.processes.selected_key()
-        gpu = snap.gpu(key[0]) if key else next(
-            (g for g in snap.gpus if g.state is GpuState.OK), None)
-        if gpu is not None and gpu.memory.total_bytes:
-            name = (gpu.name or "").removeprefix("NVIDIA ")
-            self.budget.set_capacity(gpu.memory.total_bytes, f"on GPU {gpu.index} {name}")
+        self.budget.follow_gpu(self.history.latest, self.processes.selected_key())
 
     # advisor ------------------------------------------------------------------------------
     def set_hints(self, hints: list[HintView]) -> None:
