@@ -73,7 +73,7 @@ class SettingsDialog(QDialog):
             "Off: the window redraws every 2 s while nothing moves, and at once when used "
             "memory moves by 1 % of a GPU or crosses a threshold, a process starts or "
             "ends, or a GPU changes state. Sampling, hints and recording take every "
-            "sample either way. On: about half again the CPU of the window.")
+            "sample either way. On: about 1.4 times the CPU of the window.")
         form.addRow("Window", self.redraw)
         form.addRow("Alerts", self.notifications)
         form.addRow("", self.close_to_tray)
