@@ -29,9 +29,10 @@ def test_real_gpus_are_read(real_backend):
     for g in snap.gpus:
         assert g.state is GpuState.OK
         m = g.memory
-        if m.total_bytes is not None:
-            assert 0 < m.used_bytes <= m.total_bytes
+        if m.total_bytes is not None:     # an idle GPU reads 0 used (v2: reserved apart)
+            assert 0 <= m.used_bytes <= m.total_bytes
             assert m.free_bytes <= m.total_bytes
+            assert m.used_bytes + m.free_bytes + (m.reserved_bytes or 0) <= m.total_bytes
         assert g.peak_bandwidth_bytes_per_s is None or g.peak_bandwidth_bytes_per_s > 1e11
 
 
