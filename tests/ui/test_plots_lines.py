@@ -79,3 +79,24 @@ def test_a_line_moved_to_another_value_is_drawn_there(plot) -> None:
         vb.mapViewToScene(QPointF(1300, 40.0)).y(), abs=0.5)
     assert line.label.sceneBoundingRect().bottom() == pytest.approx(
         vb.mapViewToScene(QPointF(1300, 40.0)).y(), abs=1.0)
+
+
+def test_values_that_read_the_same_share_one_line() -> None:
+    from gpuwatch.ui.widgets.plots import one_per_label
+
+    gib = 1024**3
+    label = lambda total: f"capacity {total / gib:.1f} GiB"   # noqa: E731
+    kept = one_per_label([24 * gib - 12 * 2**20, 24 * gib, 80 * gib], label)
+    assert sorted(kept) == [24 * gib, 80 * gib]
+    assert one_per_label([], label) == []
+
+
+def test_two_gpus_of_the_same_capacity_have_one_capacity_line(make_window, scenario) -> None:
+    from tests.ui.conftest import feed
+
+    window = make_window()
+    feed(window, scenario("workstation"), [600])      # an RTX 4090 and a 3090: 24 GiB each
+    lines = window.plots._capacity_lines
+    totals = {g.memory.total_bytes for g in window.history.latest.gpus}
+    assert len(totals) == 2, "the scenario's two capacities differ by a few MiB"
+    assert [line.label.toPlainText() for line in lines.values()] == ["capacity 24.0 GiB"]

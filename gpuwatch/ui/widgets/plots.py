@@ -15,7 +15,9 @@ entry asks for that GPU alone (:attr:`TimePlots.focus_requested`; the window ans
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pyqtgraph as pg
@@ -61,6 +63,16 @@ def window_rows(ring: Ring, x0: float, x1: float, names: tuple[str, ...]
     rows = ring.since(x0, ("timestamp_s", *names))
     end = int(np.searchsorted(rows["timestamp_s"], x1, side="right"))
     return {name: rows[name][:end] for name in names}
+
+
+def one_per_label(values: Iterable[float], label: Callable[[float], str]) -> list[float]:
+    """The largest of the values that read the same, one for each distinct label."""
+    largest: dict[str, float] = {}
+    for value in values:
+        text = label(value)
+        if value > largest.get(text, -math.inf):
+            largest[text] = value
+    return list(largest.values())
 
 
 class TimePlots(QWidget):
@@ -404,14 +416,18 @@ class TimePlots(QWidget):
         return found
 
     def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
-        self.capacity_marks.update({total: total / scale for total in capacities},
-                                   lambda total: f"capacity {format_bytes(total, self.units)}")
+        """A dashed line at each capacity that reads differently: two GPUs a few MiB
+        apart (an RTX 4090 and a 3090, both "24.0 GiB") share one line."""
+        label = lambda total: f"capacity {format_bytes(total, self.units)}"  # noqa: E731
+        self.capacity_marks.update({total: total / scale
+                                    for total in one_per_label(capacities, label)}, label)
         self._mem_top = max(capacities) / scale if capacities else None
 
     def _update_peaks(self, peaks: set[float], scale: float) -> None:
         """A dashed line at each distinct peak bandwidth shown, like the capacity line."""
-        self.peak_marks.update({peak: peak / scale for peak in peaks},
-                               lambda peak: f"peak {peak / scale:,.0f} GB/s")
+        label = lambda peak: f"peak {peak / scale:,.0f} GB/s"  # noqa: E731
+        self.peak_marks.update({peak: peak / scale for peak in one_per_label(peaks, label)},
+                               label)
 
     def clear(self) -> None:
         self._mem_curves.clear()
