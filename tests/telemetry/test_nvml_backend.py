@@ -288,3 +288,39 @@ def test_pcie_runs_on_its_own_thread_and_never_in_the_sample(open_sim):
         assert lib.calls["nvmlDeviceGetPcieThroughput"] > before
     finally:
         backend.close()
+
+
+def test_pcie_rests_while_nobody_looks_and_wakes_at_once_when_they_do(open_sim):
+    """Each PCIe read costs the driver CPU: out of sight (tray, ``record`` without
+    ``--json``) the poller reads every RESTING_PCIE_S, and starts a round at once when
+    the rates are looked at again."""
+    import time
+
+    from gpuwatch.telemetry.clock import SteppedClock
+    from gpuwatch.telemetry.nvml.backend import RESTING_PCIE_S
+    from gpuwatch.telemetry.sim.host import ScenarioHost
+    from gpuwatch.telemetry.sim.library import SimulatedNvml
+
+    clock = SteppedClock(10)
+    lib = SimulatedNvml(make_scenario(), clock)
+    backend = NvmlBackend(lib, ScenarioHost(lib, clock), clock, kind=BackendKind.SIMULATED,
+                          pcie_thread=True, pcie_interval_s=0.02)
+    backend.set_host_detail(False)           # told before it opens: rests from the start
+    backend.open()
+    try:
+        assert backend._pcie.interval_s == RESTING_PCIE_S
+        deadline = time.monotonic() + 5
+        while lib.calls["nvmlDeviceGetPcieThroughput"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)                 # the first round runs at once
+        resting = lib.calls["nvmlDeviceGetPcieThroughput"]
+        time.sleep(0.3)                      # 15 rounds' worth at the full pace
+        assert lib.calls["nvmlDeviceGetPcieThroughput"] == resting
+        backend.set_host_detail(True)
+        assert backend._pcie.interval_s == 0.02
+        deadline = time.monotonic() + 5
+        while (lib.calls["nvmlDeviceGetPcieThroughput"] < resting + 10
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        assert lib.calls["nvmlDeviceGetPcieThroughput"] >= resting + 10
+    finally:
+        backend.close()

@@ -44,6 +44,7 @@ from gpuwatch.telemetry.pcie import PciePoller, PcieReading
 from gpuwatch.telemetry.probes import ProbeSource
 
 UNREAD_GPU = "the GPU could not be read"    # the process list of a GPU without a handle
+RESTING_PCIE_S = 10.0    # PCIe rates while nobody looks: each read costs CPU (pcie.py)
 NO_GPUS_WARNING = (
     "NVML lists no GPUs on this machine. Check that the NVIDIA driver is loaded and that "
     "`nvidia-smi -L` lists the GPUs (CUDA_VISIBLE_DEVICES does not apply: NVML sees "
@@ -74,6 +75,7 @@ class NvmlBackend:
         self._pcie: PciePoller | None = None
         self._pcie_thread = pcie_thread
         self._pcie_interval_s = pcie_interval_s
+        self._pcie_resting = False
         self._process_lists = ProcessLists(lib)
         # GPU index -> (its attachment, why): lost as the PCIe thread found it
         self._pcie_lost: dict[int, tuple[int, str]] = {}
@@ -109,16 +111,26 @@ class NvmlBackend:
             self._attach(dev)
         if self._pcie_thread:
             self._pcie = PciePoller(self._poll_pcie, self._attached_indices,
-                                    self._pcie_interval_s)
+                                    self._pcie_pace())
             self._pcie.start()
         return self
 
     def set_host_detail(self, full: bool) -> None:
         """Whether every tick reads each process's resident set (see the host's
-        ``set_detail``): off while nobody looks at them, e.g. the window in the tray."""
+        ``set_detail``), and PCIe every ``pcie_interval_s`` rather than every
+        :data:`RESTING_PCIE_S`: off while nobody looks at them, e.g. the window in the
+        tray or ``record`` without ``--json``."""
         set_detail = getattr(self._host, "set_detail", None)
         if set_detail is not None:
             set_detail(full)
+        self._pcie_resting = not full
+        if self._pcie is not None:
+            self._pcie.set_interval(self._pcie_pace())
+
+    def _pcie_pace(self) -> float:
+        if self._pcie_resting:
+            return max(self._pcie_interval_s, RESTING_PCIE_S)
+        return self._pcie_interval_s
 
     def close(self) -> None:
         if self._pcie is not None:
