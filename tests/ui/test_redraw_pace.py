@@ -66,6 +66,8 @@ def test_a_threshold_crossed_by_a_small_move_is_drawn_at_once():
     assert worth_drawing(snap(101.0, gpu(int(0.949 * TOTAL))), near_critical, THRESHOLDS)
     warm = snap(100.0, gpu(40 * GIB, temperature_c=82.5))
     assert worth_drawing(snap(101.0, gpu(40 * GIB, temperature_c=83.0)), warm, THRESHOLDS)
+    unread = replace(gpu(40 * GIB), temperature_c=None)
+    assert worth_drawing(snap(101.0, unread), SHOWN, THRESHOLDS)
 
 
 def test_processes_coming_or_going_and_gpu_states_are_drawn_at_once():
@@ -173,3 +175,20 @@ def test_a_window_without_a_calm_pace_draws_every_sample(make_window, monkeypatc
     for t in (100.0, 100.5, 101.0):
         window.on_snapshots([snap(t, gpu(40 * GIB))])
     assert drawn == [1, 2, 3]
+
+
+def test_a_calm_window_still_reads_the_budgets_capacity_about_every_tenth_sample(
+        make_window, qtbot, monkeypatch):
+    window = make_window()
+    window.pace.set_calm(True)
+    with qtbot.waitExposed(window):
+        window.show()
+    read: list[int] = []
+    original = window.budget.follow_gpu
+    monkeypatch.setattr(window.budget, "follow_gpu",
+                        lambda *a: (read.append(window.samples), original(*a)))
+    for k in range(31):                    # quiet samples a second apart: every other drawn
+        window.on_snapshots([snap(100.0 + k, gpu(40 * GIB))])
+    assert window.pace.held == 15
+    assert sorted(set(read)) == [1, 11, 21, 31]   # drawn samples are odd: not only the first
+    assert not window._stale               # the newest was drawn: nothing left to catch up

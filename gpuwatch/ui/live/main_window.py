@@ -92,6 +92,7 @@ class MainWindow(QMainWindow):
         self.samples = 0
         self.rest_when_hidden = False    # see on_snapshots; off for grabbed-only windows
         self._stale = False
+        self._capacity_tens = -1           # samples // 10 when the budget's capacity was read
         self._seen: bool | None = None     # last told through sight_changed
         self.sight = WindowSight(self)     # e.g. on another workspace: not exposed
         self.sight.exposed_again.connect(self.catch_up)
@@ -223,6 +224,7 @@ class MainWindow(QMainWindow):
         if snap is None:
             return
         self.pace.drawn(snap)
+        self._stale = False
         if self.backend != snap.backend:
             self.backend = snap.backend
             self.processes.simulated = snap.backend.kind is BackendKind.SIMULATED
@@ -241,7 +243,8 @@ class MainWindow(QMainWindow):
         selected = self.processes.selected_key()
         self.budget.show_linked(self.overlays.get(selected) if selected else None)
         self.plots.refresh()
-        if self.samples == 1 or self.samples % 10 == 0:
+        if self.samples // 10 != self._capacity_tens:    # about every tenth sample, drawn or not
+            self._capacity_tens = self.samples // 10
             self._update_capacity()
         self.set_sampling_state(self.sampling_state)
 

@@ -55,9 +55,9 @@ def _gpu_moved(g: GpuSample, was: GpuSample, thresholds: Thresholds) -> bool:
             line = percent / 100 * total
             if (used >= line) != (before >= line):
                 return True
-    hot = thresholds.temperature_warning_c
-    if (g.temperature_c is not None and was.temperature_c is not None
-            and (g.temperature_c >= hot) != (was.temperature_c >= hot)):
+    hot, heat, heat_before = thresholds.temperature_warning_c, g.temperature_c, was.temperature_c
+    if (heat is None) != (heat_before is None) or (
+            heat is not None and heat_before is not None and (heat >= hot) != (heat_before >= hot)):
         return True
     if len(g.processes) != len(was.processes):
         return True
