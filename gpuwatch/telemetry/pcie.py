@@ -59,6 +59,7 @@ class PciePoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()      # a pace changed during the round: no second round at once
             for index in self._gpu_indices():
                 if self._stop.is_set():
                     return
@@ -68,4 +69,3 @@ class PciePoller:
                 else:
                     self._latest[index] = reading
             self._wake.wait(self._interval_s)
-            self._wake.clear()
