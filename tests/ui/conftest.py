@@ -66,6 +66,19 @@ def feed(window: MainWindow, backend: NvmlBackend, times) -> Snapshot:
     return snap
 
 
+def drawn_samples(window: MainWindow, monkeypatch) -> list[int]:
+    """The sample counts at which ``window`` redraws from now on (its plots' refresh)."""
+    calls: list[int] = []
+    original = window.plots.refresh
+
+    def spy(*args, **kwargs):
+        calls.append(window.samples)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(window.plots, "refresh", spy)
+    return calls
+
+
 @pytest.fixture
 def assistive_tool(qapp, monkeypatch) -> None:
     """As when a screen reader listens: cards keep their accessible descriptions."""

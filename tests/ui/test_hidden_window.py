@@ -3,19 +3,7 @@ draws nothing until it is seen again, and then shows the newest sample."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import sample_at
-
-
-def _drawn(window, monkeypatch) -> list[int]:
-    calls: list[int] = []
-    original = window.plots.refresh
-
-    def spy(*args, **kwargs):
-        calls.append(window.samples)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(window.plots, "refresh", spy)
-    return calls
+from tests.ui.conftest import drawn_samples, sample_at
 
 
 def test_an_unseen_window_samples_but_does_not_draw(make_window, scenario, qtbot, monkeypatch):
@@ -24,7 +12,7 @@ def test_an_unseen_window_samples_but_does_not_draw(make_window, scenario, qtbot
     backend = scenario("oom-ramp")
     with qtbot.waitExposed(window):
         window.show()
-    drawn = _drawn(window, monkeypatch)
+    drawn = drawn_samples(window, monkeypatch)
     window.on_snapshots([sample_at(backend, 10)])
     assert drawn == [1]
     window.hide()
@@ -46,7 +34,7 @@ def test_an_unseen_window_samples_but_does_not_draw(make_window, scenario, qtbot
 
 def test_a_window_that_is_only_grabbed_still_draws(make_window, scenario, monkeypatch):
     window = make_window()                 # screenshots and tests: never shown
-    drawn = _drawn(window, monkeypatch)
+    drawn = drawn_samples(window, monkeypatch)
     window.on_snapshots([sample_at(scenario("workstation"), 10)])
     assert drawn == [1]
 

@@ -21,6 +21,7 @@ from gpuwatch.core.snapshot import (
 )
 from gpuwatch.ui.live.redraw_pace import CALM_S, JITTER_S, MOVE_FRACTION, worth_drawing
 from gpuwatch.ui.settings import Thresholds
+from tests.ui.conftest import drawn_samples
 
 GIB = 1 << 30
 TOTAL = 80 * GIB
@@ -106,18 +107,6 @@ def test_what_is_shown_is_never_more_than_the_pace_and_a_percent_behind(steps):
 
 # -- the window ---------------------------------------------------------------------------
 
-def _drawn(window, monkeypatch) -> list[int]:
-    calls: list[int] = []
-    original = window.plots.refresh
-
-    def spy(*args, **kwargs):
-        calls.append(window.samples)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(window.plots, "refresh", spy)
-    return calls
-
-
 def test_a_calm_window_holds_quiet_samples_and_draws_moves_at_once(make_window, qtbot,
                                                                       monkeypatch):
     window = make_window()
@@ -125,7 +114,7 @@ def test_a_calm_window_holds_quiet_samples_and_draws_moves_at_once(make_window, 
     window.pace.set_calm(True)
     with qtbot.waitExposed(window):
         window.show()
-    drawn = _drawn(window, monkeypatch)
+    drawn = drawn_samples(window, monkeypatch)
     card_text = lambda: window.cards.cards[0].percent.text()   # noqa: E731
     window.on_snapshots([snap(100.0, gpu(40 * GIB))])
     assert drawn == [1] and card_text().startswith("50")
@@ -146,7 +135,7 @@ def test_a_held_sample_is_drawn_when_no_other_follows(make_window, qtbot, monkey
     window.pace.set_calm(True, calm_s=0.3)
     with qtbot.waitExposed(window):
         window.show()
-    drawn = _drawn(window, monkeypatch)
+    drawn = drawn_samples(window, monkeypatch)
     window.on_snapshots([snap(100.0, gpu(40 * GIB))])
     window.on_snapshots([snap(100.01, gpu(40 * GIB + 1))])      # sampling pauses here
     assert drawn == [1]
@@ -159,7 +148,7 @@ def test_turning_calm_off_draws_a_held_sample_and_every_later_one(make_window, q
     window.pace.set_calm(True)
     with qtbot.waitExposed(window):
         window.show()
-    drawn = _drawn(window, monkeypatch)
+    drawn = drawn_samples(window, monkeypatch)
     window.on_snapshots([snap(100.0, gpu(40 * GIB))])
     window.on_snapshots([snap(101.0, gpu(40 * GIB))])
     assert drawn == [1]
@@ -171,7 +160,7 @@ def test_turning_calm_off_draws_a_held_sample_and_every_later_one(make_window, q
 
 def test_a_window_without_a_calm_pace_draws_every_sample(make_window, monkeypatch):
     window = make_window()                 # tests and screenshots: the pace is off
-    drawn = _drawn(window, monkeypatch)
+    drawn = drawn_samples(window, monkeypatch)
     for t in (100.0, 100.5, 101.0):
         window.on_snapshots([snap(t, gpu(40 * GIB))])
     assert drawn == [1, 2, 3]
