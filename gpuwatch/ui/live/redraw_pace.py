@@ -74,7 +74,7 @@ class RedrawPace(QObject):
         super().__init__(parent)
         self.calm = False         # off: every sample is drawn (the window turns it on)
         self.calm_s = calm_s
-        self.held = 0             # samples held back so far, for the log and tests
+        self.held = 0             # samples held back so far (tests and benchmarks read it)
         self._drawn: Snapshot | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
