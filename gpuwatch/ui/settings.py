@@ -38,7 +38,7 @@ class Preferences:
     thresholds: Thresholds = field(default_factory=Thresholds)
     notifications: bool = True      # warning/critical hints as desktop notifications
     close_to_tray: bool = True      # closing the window keeps gpuwatch in the tray (if any)
-    redraw_every_sample: bool = False   # else calm: redrawn every 2 s while nothing moves
+    redraw_every_sample: bool = False   # else calm: redrawn every 5 s while nothing moves
     record_sessions: bool = True    # record what the window samples to a session file
     retention_days: float = 30.0    # sessions older than this are deleted at start
     retention_max_gib: float = 5.0  # then the oldest, until the folder fits this

@@ -70,10 +70,11 @@ class SettingsDialog(QDialog):
         self.redraw = QCheckBox("Redraw every sample, also while memory holds still")
         self.redraw.setChecked(prefs.redraw_every_sample)
         self.redraw.setToolTip(
-            "Off: the window redraws every 2 s while nothing moves, and at once when used "
-            "memory moves by 1 % of a GPU or crosses a threshold, a process starts or "
-            "ends, or a GPU changes state. Sampling, hints and recording take every "
-            "sample either way. On: about 1.4 times the CPU of the window.")
+            "Off: the window redraws every 5 s while nothing moves, and at once when used "
+            "memory moves by 1 % of a GPU or crosses a threshold, a GPU goes busy or "
+            "idle, a process starts or ends, or a GPU changes state. Sampling, hints and "
+            "recording take every sample either way. On: about twice the CPU of the "
+            "window.")
         form.addRow("Window", self.redraw)
         form.addRow("Alerts", self.notifications)
         form.addRow("", self.close_to_tray)

@@ -1,6 +1,6 @@
-"""A calm window draws a sample every 2 s while nothing moves, and at once when memory
-moves, crosses a threshold, a process comes or goes, or a GPU changes state; what it
-shows is never more than the pace and 1 % of a GPU behind."""
+"""A calm window draws a sample every 5 s while nothing moves, and at once when memory
+moves, crosses a threshold, a GPU goes busy or idle, a process comes or goes, or a GPU
+changes state; what it shows is never more than the pace and 1 % of a GPU behind."""
 
 from __future__ import annotations
 
@@ -19,7 +19,14 @@ from gpuwatch.core.snapshot import (
     ProcessSample,
     Snapshot,
 )
-from gpuwatch.ui.live.redraw_pace import CALM_S, JITTER_S, MOVE_FRACTION, worth_drawing
+from gpuwatch.ui.live.redraw_pace import (
+    BUSY_SWING,
+    CALM_S,
+    JITTER_S,
+    MOVE_FRACTION,
+    worth_drawing,
+)
+from gpuwatch.ui.live.window_chrome import pace_text
 from gpuwatch.ui.settings import Thresholds
 from tests.ui.conftest import drawn_samples
 
@@ -30,12 +37,12 @@ THRESHOLDS = Thresholds()
 
 
 def gpu(used: int, pids: tuple[int, ...] = (100, 101), state: GpuState = GpuState.OK,
-        temperature_c: float = 50.0, index: int = 0) -> GpuSample:
+        temperature_c: float = 50.0, index: int = 0, busy: float | None = 90.0) -> GpuSample:
     processes = tuple(ProcessSample(pid, index, used // max(1, len(pids)), name="python")
                       for pid in pids)
     return GpuSample(index, f"GPU-{index}", "NVIDIA H100 80GB HBM3", state,
                      MemoryInfo(TOTAL, used, TOTAL - used, 0), processes=processes,
-                     temperature_c=temperature_c)
+                     temperature_c=temperature_c, gpu_util_percent=busy)
 
 
 def snap(t: float, *gpus: GpuSample, warnings: tuple[str, ...] = ()) -> Snapshot:
@@ -71,6 +78,16 @@ def test_a_threshold_crossed_by_a_small_move_is_drawn_at_once():
     assert worth_drawing(snap(101.0, unread), SHOWN, THRESHOLDS)
 
 
+def test_a_gpu_going_busy_or_idle_is_drawn_at_once_and_its_wobble_is_not():
+    assert worth_drawing(snap(101.0, gpu(40 * GIB, busy=90.0 - BUSY_SWING)), SHOWN,
+                         THRESHOLDS)                                   # a stalled job
+    idle = snap(100.0, gpu(40 * GIB, busy=0.0))
+    assert worth_drawing(snap(101.0, gpu(40 * GIB, busy=BUSY_SWING)), idle, THRESHOLDS)
+    wobble = gpu(40 * GIB, busy=90.0 - BUSY_SWING + 1)
+    assert not worth_drawing(snap(101.0, wobble), SHOWN, THRESHOLDS)
+    assert worth_drawing(snap(101.0, gpu(40 * GIB, busy=None)), SHOWN, THRESHOLDS)
+
+
 def test_processes_coming_or_going_and_gpu_states_are_drawn_at_once():
     assert worth_drawing(snap(101.0, gpu(40 * GIB, pids=(100, 101, 102))), SHOWN, THRESHOLDS)
     assert worth_drawing(snap(101.0, gpu(40 * GIB, pids=(100, 102))), SHOWN, THRESHOLDS)
@@ -86,22 +103,26 @@ def test_processes_coming_or_going_and_gpu_states_are_drawn_at_once():
 
 @settings(max_examples=150, deadline=None)
 @given(steps=st.lists(st.tuples(st.floats(0.2, 1.5), st.integers(-3 * GIB, 3 * GIB),
-                                st.booleans()), min_size=1, max_size=60))
+                                st.floats(-40.0, 40.0), st.booleans()),
+                      min_size=1, max_size=60))
 def test_what_is_shown_is_never_more_than_the_pace_and_a_percent_behind(steps):
     """Feed a random walk of samples; after each, what the window shows is the newest
-    sample, or one less than the pace older and less than 1 % of the GPU away."""
-    t, used, pids = 0.0, 40 * GIB, (100, 101)
-    shown = snap(t, gpu(used, pids))
-    for dt, move, newcomer in steps:
+    sample, or one less than the pace older, less than 1 % of the GPU away and less than
+    a busy swing in utilization."""
+    t, used, busy, pids = 0.0, 40 * GIB, 50.0, (100, 101)
+    shown = snap(t, gpu(used, pids, busy=busy))
+    for dt, move, swing, newcomer in steps:
         t += dt
         used = min(TOTAL, max(0, used + move))
+        busy = min(100.0, max(0.0, busy + swing))
         pids = (100, 101, 102) if newcomer else (100, 101)
-        new = snap(t, gpu(used, pids))
+        new = snap(t, gpu(used, pids, busy=busy))
         if worth_drawing(new, shown, THRESHOLDS):
             shown = new
         assert new.timestamp_s - shown.timestamp_s < CALM_S - JITTER_S
         held = shown.gpus[0].memory.used_bytes
         assert abs(used - (held or 0)) < MOVE_FRACTION * TOTAL
+        assert abs(busy - (shown.gpus[0].gpu_util_percent or 0.0)) < BUSY_SWING
         assert {p.pid for p in shown.gpus[0].processes} == set(pids)
 
 
@@ -121,12 +142,15 @@ def test_a_calm_window_holds_quiet_samples_and_draws_moves_at_once(make_window, 
     window.on_snapshots([snap(101.0, gpu(40 * GIB + GIB // 2))])
     assert drawn == [1] and card_text().startswith("50")        # held: moved 0.6 %
     assert window.samples == 2 and len(window.history.gpu(0).column("used_bytes")) == 2
-    window.on_snapshots([snap(102.0, gpu(40 * GIB + GIB // 2))])
-    assert drawn == [1, 3] and card_text().startswith("51")     # the pace: 2 s
-    window.on_snapshots([snap(103.0, gpu(50 * GIB))])
+    window.on_snapshots([snap(100.0 + CALM_S, gpu(40 * GIB + GIB // 2))])
+    assert drawn == [1, 3] and card_text().startswith("51")     # the pace
+    window.on_snapshots([snap(101.0 + CALM_S, gpu(50 * GIB))])
     assert drawn == [1, 3, 4] and card_text().startswith("62")  # moved 12 %: at once
-    window.on_snapshots([snap(103.5, gpu(50 * GIB, pids=(100, 101, 102)))])
+    window.on_snapshots([snap(101.5 + CALM_S, gpu(50 * GIB, pids=(100, 101, 102)))])
     assert drawn == [1, 3, 4, 5]                                # a newcomer: at once
+    window.on_snapshots([snap(102.0 + CALM_S, gpu(50 * GIB, pids=(100, 101, 102),
+                                                   busy=0.0))])
+    assert drawn == [1, 3, 4, 5, 6]                             # gone idle: at once
     assert window.pace.held == 1
 
 
@@ -176,8 +200,24 @@ def test_a_calm_window_still_reads_the_budgets_capacity_about_every_tenth_sample
     original = window.budget.follow_gpu
     monkeypatch.setattr(window.budget, "follow_gpu",
                         lambda *a: (read.append(window.samples), original(*a)))
-    for k in range(31):                    # quiet samples a second apart: every other drawn
+    drawn = drawn_samples(window, monkeypatch)
+    pace = round(CALM_S)                   # quiet samples a second apart: one in the pace drawn
+    for k in range(10 * pace + 1):
         window.on_snapshots([snap(100.0 + k, gpu(40 * GIB))])
-    assert window.pace.held == 15
-    assert sorted(set(read)) == [1, 11, 21, 31]   # drawn samples are odd: not only the first
+    assert drawn == list(range(1, 10 * pace + 2, pace)) and window.pace.held == 10 * (pace - 1)
+    first_in_each_ten = sorted({min(d for d in drawn if d // 10 == tens)
+                                for tens in {d // 10 for d in drawn}})
+    assert sorted(set(read)) == first_in_each_ten and len(first_in_each_ten) > 2
     assert not window._stale               # the newest was drawn: nothing left to catch up
+
+
+def test_the_status_bar_says_how_often_a_calm_window_draws(make_window):
+    window = make_window()
+    window.apply_preferences(replace(window.prefs, interval_s=1.0))
+    assert window.status_interval.text() == "every 1 s"
+    window.pace.set_calm(True)
+    assert window.status_interval.text() == f"every 1 s · drawn every {CALM_S:g} s while steady"
+    window.pace.set_calm(False)
+    assert window.status_interval.text() == "every 1 s"
+    assert pace_text(0.5, 2.0) == "every 500 ms · drawn every 2 s while steady"
+    assert pace_text(CALM_S, CALM_S) == f"every {CALM_S:g} s"   # every sample drawn anyway

@@ -13,7 +13,6 @@ from PySide6.QtGui import QCloseEvent, QColor, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QScrollArea,
@@ -42,9 +41,11 @@ from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.redraw_pace import RedrawPace
 from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.live.window_chrome import (
+    build_banner,
     build_toolbar,
     focus_ring_css,
     name_widgets,
+    pace_text,
     source_text,
     state_text,
 )
@@ -98,20 +99,13 @@ class MainWindow(QMainWindow):
         self.sight.exposed_again.connect(self.catch_up)
         self.pace = RedrawPace(self)       # calm: see redraw_pace; off until turned on
         self.pace.due.connect(self.catch_up)
+        self.pace.changed.connect(self._update_status)
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
         self.resize(default_size())
 
-        self.banner = QFrame()
-        self.banner.setObjectName("banner")
-        self.banner.setProperty("fallback", fallback)
-        self.banner_label = QLabel(banner or "")
-        self.banner_label.setWordWrap(True)
-        b = QHBoxLayout(self.banner)
-        b.setContentsMargins(12, 6, 12, 6)
-        b.addWidget(self.banner_label)
-        self.banner.setVisible(bool(banner))
+        self.banner, self.banner_label = build_banner(banner, fallback)
 
         self.cards = CardsView(history=self.history)
         self.plots = TimePlots(self.history)
@@ -392,7 +386,8 @@ class MainWindow(QMainWindow):
 
     def _update_status(self) -> None:
         self.status_backend.setText(source_text(self.backend))
-        self.status_interval.setText(f"every {self.prefs.interval_s:g} s")
+        pace = self.pace.calm_s if self.pace.calm else None
+        self.status_interval.setText(pace_text(self.prefs.interval_s, pace))
         self.interval_box.set_seconds(self.prefs.interval_s)
 
     # menus and shortcuts (built by window_menus) --------------------------------------

@@ -4,17 +4,22 @@ changes, else at a calm pace.
 Redrawing every card, plot and row each second is most of what a shown window costs,
 and on a steady training run most of it redraws figures that moved by a few tenths of
 a percent. A calm window (the default) draws a sample when :data:`CALM_S` seconds of
-sampling have passed since the sample it drew last, and at once when, since then:
+sampling have passed since the sample it drew last (as a desktop activity monitor
+redraws every few seconds), and at once when, since then:
 
 - a GPU's used memory moved by :data:`MOVE_FRACTION` of its capacity or more, or
   crossed the memory warning or critical threshold (or the temperature warning);
+- a GPU went busy or idle: its utilization moved by :data:`BUSY_SWING` points or more
+  (a stalled job, a job starting to compute);
 - a process started or ended on a GPU, or a GPU changed state (lost, read failed, back);
 - the sample's warnings changed.
 
-Sampling, the advisor, the hints' badges on the cards, notifications and recording
-still take every sample. A sample held back is drawn :data:`CALM_S` seconds later at
-the latest, also when no sample follows it (sampling paused). Time is the samples'
-own, so a replay or a sped-up demo, whose samples are seconds apart, draws each one.
+So what is held back is a few seconds of figures that wobble: utilization, power,
+clocks, rates, memory within a percent. Sampling, the advisor, the hints' badges on the
+cards, notifications and recording still take every sample. A sample held back is drawn
+:data:`CALM_S` seconds later at the latest, also when no sample follows it (sampling
+paused). Time is the samples' own, so a replay or a sped-up demo, whose samples are
+seconds apart, draws each one.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gpuwatch.core.snapshot import GpuSample, Snapshot
 from gpuwatch.ui.settings import Thresholds
 
-CALM_S = 2.0            # seconds of sampling between two redraws while nothing moves
+CALM_S = 5.0            # seconds of sampling between two redraws while nothing moves
 MOVE_FRACTION = 0.01    # of a GPU's capacity: a move of used memory drawn at once
+BUSY_SWING = 50.0       # utilization points: a GPU going busy or idle, drawn at once
 JITTER_S = 0.25         # samples due every second arrive a little early or late
 
 
@@ -55,6 +61,11 @@ def _gpu_moved(g: GpuSample, was: GpuSample, thresholds: Thresholds) -> bool:
             line = percent / 100 * total
             if (used >= line) != (before >= line):
                 return True
+    busy, busy_before = g.gpu_util_percent, was.gpu_util_percent
+    if (busy is None) != (busy_before is None) or (
+            busy is not None and busy_before is not None
+            and abs(busy - busy_before) >= BUSY_SWING):
+        return True
     hot, heat, heat_before = thresholds.temperature_warning_c, g.temperature_c, was.temperature_c
     if (heat is None) != (heat_before is None) or (
             heat is not None and heat_before is not None and (heat >= hot) != (heat_before >= hot)):
@@ -69,6 +80,7 @@ class RedrawPace(QObject):
     (:meth:`drawn`); :attr:`due` asks it to draw a sample it held back."""
 
     due = Signal()
+    changed = Signal()        # calm turned on or off, or another pace
 
     def __init__(self, parent: QObject | None = None, calm_s: float = CALM_S):
         super().__init__(parent)
@@ -90,6 +102,7 @@ class RedrawPace(QObject):
         if not calm and self._timer.isActive():
             self._timer.stop()
             self.due.emit()
+        self.changed.emit()
 
     def hold(self, snap: Snapshot, thresholds: Thresholds) -> bool:
         """True: leave ``snap`` undrawn for now (it is drawn by :attr:`due` or with a

@@ -1,6 +1,6 @@
-"""The window's chrome: the toolbar (how often it samples, changeable there), the status
-line's one wording of "paused", the keyboard focus ring, and accessible names for the
-widgets the window owns directly.
+"""The window's chrome: the notice banner, the toolbar (how often it samples, changeable
+there), the status line's wording of the pace and of "paused", the keyboard focus ring,
+and accessible names for the widgets the window owns directly.
 
 "Paused" means one thing in the window: the time plots stop following the newest
 sample (to scroll back). Sampling, recording and the advisor go on; the status bar says
@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QWidget
 
 from gpuwatch.core.snapshot import BackendInfo, BackendKind
 from gpuwatch.core.wording import plural
@@ -31,6 +31,21 @@ def interval_text(seconds: float) -> str:
     if seconds >= 60 and seconds % 60 == 0:
         return f"{seconds / 60:g} min"
     return f"{seconds:g} s"
+
+
+def build_banner(text: str | None, fallback: bool) -> tuple[QFrame, QLabel]:
+    """The notice above the cards (hidden without ``text``): what the window runs on when
+    it is not this machine's GPUs; ``fallback``: simulated because no driver was found."""
+    banner = QFrame()
+    banner.setObjectName("banner")
+    banner.setProperty("fallback", fallback)
+    label = QLabel(text or "")
+    label.setWordWrap(True)
+    row = QHBoxLayout(banner)
+    row.setContentsMargins(12, 6, 12, 6)
+    row.addWidget(label)
+    banner.setVisible(bool(text))
+    return banner, label
 
 
 class IntervalBox(QComboBox):
@@ -100,6 +115,14 @@ def source_text(info: BackendInfo | None) -> str:
     return f"NVML · driver {info.driver_version or '?'}"
 
 
+def pace_text(interval_s: float, calm_s: float | None) -> str:
+    """The status bar's pace: "every 1 s", and how often a calm window redraws."""
+    sampled = f"every {interval_text(interval_s)}"
+    if calm_s is None or calm_s <= interval_s:
+        return sampled
+    return f"{sampled} · drawn every {interval_text(calm_s)} while steady"
+
+
 def state_text(sampling: str, samples: int, plots_live: bool) -> str:
     """The status bar's state: "● Sampling · plots paused · 1,234 samples"."""
     paused = "" if plots_live else " · plots paused"
@@ -131,7 +154,8 @@ def name_widgets(window: MainWindow) -> None:
          "Tabs: the processes on the GPUs, the memory budget form, the advisor's hints, "
          "the hardware plan (Ctrl+1, Ctrl+2, Ctrl+3, Ctrl+4)"),
         (window.status_backend, "Data source", "Where the GPU figures come from"),
-        (window.status_interval, "Sampling interval", "How often the GPUs are sampled"),
+        (window.status_interval, "Sampling interval", "How often the GPUs are sampled, "
+         "and how often the window redraws while nothing moves"),
         (window.status_state, "Sampling state", "Whether sampling runs, whether the plots "
          "are paused, and how many samples were taken"),
         (window.banner_label, "Notice", "What the window runs on when it is not this "
