@@ -12,6 +12,8 @@ imported when it runs (see ``gpuwatch.commands.parsing`` and ``benchmarks/startu
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -32,6 +34,7 @@ _BAD_INPUT = (
     ("gpuwatch.sessions.export", "ExportError", ""),
     ("gpuwatch.core.units", "UnitError", ""),
     ("gpuwatch.core.output_paths", "OutputPathError", ""),
+    ("gpuwatch.core.gpu_selection", "GpuSelectionError", ""),
 )
 
 
@@ -55,20 +58,40 @@ def _raised(exc: BaseException, module: str, name: str) -> bool:
     return cls is not None and isinstance(exc, cls)
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
+            return dict(action.choices)
+    return {}
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, command: str | None,
+                    unknown: list[str]) -> None:
+    """Exit 2 with the usage of the subcommand the unknown arguments were given to (not
+    the top level's), and the nearest option it has when one is close."""
+    owner = _subparsers(parser).get(command or "", parser)
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    flags = [s for a in owner._actions for s in a.option_strings if s.startswith("--")]
+    first = next((word.split("=")[0] for word in unknown if word.startswith("--")), None)
+    close = difflib.get_close_matches(first, flags, n=1, cutoff=0.8) if first else []
+    if close:
+        message += f" (did you mean {close[0]}?)"
+    owner.error(message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:        # the shell asks for completions (TAB)
+        from gpuwatch.commands.completion import complete
+
+        complete(parser)                       # answers and exits
     argv = list(sys.argv[1:] if argv is None else argv)
     bare = not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"))
-    if bare and "gui" in _subcommands(parser):
+    if bare and "gui" in _subparsers(parser):
         argv.insert(0, "gui")                # `gpuwatch` alone opens the window
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, args.command, unknown)
     if args.command is None:
         parser.print_help()
         return EXIT_OK
@@ -85,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _raised(exc, "gpuwatch.telemetry.errors", "NvmlUnavailableError"):
             print(f"gpuwatch: {exc.reason}\n"
                   "To explore gpuwatch on simulated GPUs, add --demo "
-                  "(for example: gpuwatch snapshot --demo).", file=sys.stderr)
+                  f"(for example: gpuwatch {args.command} --demo).", file=sys.stderr)
             return EXIT_FAILURE
         for module, name, prefix in _BAD_INPUT:
             if _raised(exc, module, name):

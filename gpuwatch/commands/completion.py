@@ -1,273 +1,246 @@
-"""Shell completion scripts for bash, zsh and fish, generated from the argparse parser.
+"""Shell completion for bash, zsh and fish, by argcomplete.
 
     python -m gpuwatch.commands.completion bash            # the script on stdout
     python -m gpuwatch.commands.completion --all DIR       # gpuwatch.bash, _gpuwatch, gpuwatch.fish
 
-The subcommands declare their options lazily (:mod:`gpuwatch.commands.parsing`), so
-each subcommand's parser is declared here first; what the scripts complete is exactly
-what ``gpuwatch COMMAND --help`` shows. Options with choices complete those choices,
-``--demo`` completes the built-in scenario names, and options whose value is a file
-(metavar PATH, FILE, PNG, SESSION) complete file names. The packaging build writes the
-scripts into the bundle; packaging/install.sh installs them.
+The scripts are argcomplete's own (``argcomplete.shellcode``): on TAB the shell runs
+``gpuwatch`` with ``_ARGCOMPLETE`` set, and :func:`complete` answers from the real
+parser, so what completes is exactly what ``gpuwatch COMMAND --help`` accepts. Three
+things are gpuwatch's own:
+
+- ``gpuwatch`` alone is ``gpuwatch gui``: a line whose first word is an option
+  (``gpuwatch --demo oom-ramp <TAB>``) completes as the window's options;
+- options that check their values themselves (``--model``, ``--gpu``, ``--precision``,
+  ``plan --sort`` …) complete the same names their help lists, ``--demo`` the built-in
+  scenarios and ``.toml`` files, ``report SESSION`` ``latest``, the sessions' names and
+  session files;
+- options whose value is a number or free text complete nothing (not file names).
+
+The packaging build writes the scripts into the bundle; packaging/install.sh installs them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 PROG = "gpuwatch"
 SHELLS = ("bash", "zsh", "fish")
 FILE_NAMES = {"bash": f"{PROG}.bash", "zsh": f"_{PROG}", "fish": f"{PROG}.fish"}
-FILE_METAVARS = {"PATH", "FILE", "PNG", "SESSION", "DIR"}
+FILE_METAVARS = {"PATH", "FILE", "PNG", "DIR"}
+SESSION_SUFFIXES = (".gpuwatch.sqlite", ".gpuwatch.sqlite.gz")
 
 
-@dataclass(frozen=True)
-class Option:
-    flags: tuple[str, ...]
-    help: str
-    takes_value: bool
-    values: tuple[str, ...] = ()        # the words it completes to (choices, scenarios)
-    is_file: bool = False
+def _models() -> list[str]:
+    from gpuwatch.budget.catalog import model_names
+
+    return list(model_names())
 
 
-@dataclass
-class Command:
-    name: str
-    summary: str
-    options: list[Option] = field(default_factory=list)
-    positional_file: bool = False       # a file name as its positional argument
+def _gpus() -> list[str]:
+    from gpuwatch.budget.gpus import GPUS
+
+    return [g.name for g in GPUS]
 
 
-def _summary(text: str | None) -> str:
-    """The first sentence of a help text, without argparse's %(default)s escapes."""
-    if not text or text == argparse.SUPPRESS:
-        return ""
-    first = text.replace("%%", "%").split(". ")[0].split(" (default")[0]
-    return " ".join(first.split())[:90]
+def _precisions() -> list[str]:
+    from gpuwatch.budget.precision import PRECISIONS
+
+    return list(PRECISIONS)
 
 
-def _scenario_names() -> tuple[str, ...]:
+def _optimizers() -> list[str]:
+    from gpuwatch.budget.precision import OPTIMIZERS
+
+    return list(OPTIMIZERS)
+
+
+def _presets() -> list[str]:
+    from gpuwatch.plan.presets import PRESETS
+
+    return list(PRESETS)
+
+
+def _scenarios() -> list[str]:
     try:
         from gpuwatch.telemetry.sim.catalog import builtin_names
 
-        return tuple(builtin_names())
+        return list(builtin_names())
     except (ImportError, OSError):
-        return ()
+        return []
 
 
-def describe_cli(parser: argparse.ArgumentParser | None = None) -> list[Command]:
-    """Every subcommand with its options, declared (the lazy ones included)."""
-    if parser is None:
-        from gpuwatch.cli import build_parser
+# The words an option completes to when it checks its value itself (no argparse choices).
+NAMED_VALUES: dict[str, Callable[[], Iterable[str]]] = {
+    "model": _models,
+    "teacher": _models,
+    "gpu": _gpus,
+    "precision": _precisions,
+    "kv_precision": lambda: ("fp32", "bf16", "fp16", "fp8", "int8", "int4"),
+    "optimizer": _optimizers,
+    "optimizer_step": lambda: ("foreach", "fused"),
+    "checkpointing": lambda: ("none", "selective", "full"),
+    "zero": lambda: ("0", "1", "2", "3"),
+    "offload": lambda: ("optimizer", "params"),
+    "preset": _presets,
+    "sort": lambda: ("time", "cost", "memory"),
+}
 
-        parser = build_parser()
+
+def _files(prefix: str, suffixes: tuple[str, ...] = ()) -> list[str]:
+    """Folders (with a trailing ``/``) and files that start with ``prefix``; only the
+    files whose names end in ``suffixes`` when given. Hidden ones only when asked for."""
+    folder, slash, start = prefix.rpartition("/")
+    lead = folder + slash
+    try:
+        entries = sorted(Path(lead or ".").iterdir())
+    except OSError:
+        return []
+    shown = []
+    for entry in entries:
+        if not entry.name.startswith(start) or (entry.name.startswith(".") and not start):
+            continue
+        if entry.is_dir():
+            shown.append(f"{lead}{entry.name}/")
+        elif not suffixes or entry.name.endswith(suffixes):
+            shown.append(f"{lead}{entry.name}")
+    return shown
+
+
+def _demo(prefix: str, **_: object) -> list[str]:
+    return [n for n in _scenarios() if n.startswith(prefix)] + _files(prefix, (".toml",))
+
+
+def _session(prefix: str, **_: object) -> list[str]:
+    names = ["latest"]
+    try:
+        from gpuwatch.sessions.paths import sessions_dir
+
+        names += sorted(p.name for p in sessions_dir().iterdir()
+                        if p.name.endswith(SESSION_SUFFIXES))
+    except (ImportError, OSError):
+        pass
+    return [n for n in names if n.startswith(prefix)] + _files(prefix, SESSION_SUFFIXES)
+
+
+def _any_file(prefix: str, **_: object) -> list[str]:
+    return _files(prefix)
+
+
+def _nothing(prefix: str, **_: object) -> list[str]:
+    return []
+
+
+def _named(values: Callable[[], Iterable[str]]) -> Callable[..., list[str]]:
+    def complete(prefix: str, **_: object) -> list[str]:
+        return [v for v in values() if v.startswith(prefix)]
+
+    return complete
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Every subcommand's parser, with its (lazily declared) options declared."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    summaries = {a.dest: a.help or "" for a in sub._choices_actions}
-    commands = []
-    for name, sub_parser in sub.choices.items():
+    for sub_parser in sub.choices.values():
         declared = getattr(sub_parser, "declared", None)
         if callable(declared):
             declared()
-        command = Command(name, _summary(summaries.get(name)))
+    return dict(sub.choices)
+
+
+def attach_completers(parser: argparse.ArgumentParser) -> None:
+    """Give every option and positional of every subcommand what it completes to."""
+    for name, sub_parser in subparsers(parser).items():
         for action in sub_parser._actions:
-            if not action.option_strings:
-                command.positional_file |= str(action.metavar) in FILE_METAVARS
-                continue
-            values: tuple[str, ...] = ()
-            if action.choices is not None:
-                values = tuple(str(c) for c in action.choices)
-            elif action.dest == "demo":
-                values = _scenario_names()
-            command.options.append(Option(
-                tuple(action.option_strings), _summary(action.help), action.nargs != 0,
-                values, str(action.metavar) in FILE_METAVARS))
-        commands.append(command)
-    return commands
-
-
-# bash -------------------------------------------------------------------------------
-def bash_script(commands: list[Command]) -> str:
-    cases = []
-    for c in commands:
-        flags = " ".join(f for o in c.options for f in o.flags)
-        value_cases = []
-        for o in c.options:
-            if not o.takes_value:
-                continue
-            pattern = "|".join(o.flags)
-            if o.values:
-                reply = f'COMPREPLY=($(compgen -W "{" ".join(o.values)}" -- "$cur")); '
-            elif o.is_file:
-                reply = 'COMPREPLY=($(compgen -f -- "$cur")); '
+            if action.choices is not None or action.nargs == 0:
+                continue                      # argcomplete offers choices itself
+            completer: Callable[..., list[str]]
+            if action.dest == "demo":
+                completer = _demo
+            elif name == "report" and action.dest == "session":
+                completer = _session
+            elif action.dest in NAMED_VALUES:
+                completer = _named(NAMED_VALUES[action.dest])
+            elif str(action.metavar) in FILE_METAVARS or action.dest in ("out", "output"):
+                completer = _any_file
             else:
-                reply = ""              # a number or a name: nothing to offer
-            value_cases.append(f"        {pattern}) {reply}return ;;")
-        positional = ('    [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; }\n'
-                      if c.positional_file else "")
-        cases.append(
-            f"    {c.name})\n"
-            f'      case "$prev" in\n' + "\n".join(value_cases) + ("\n" if value_cases else "")
-            + "      esac\n"
-            + positional.replace("    [[", "      [[")
-            + f'      COMPREPLY=($(compgen -W "{flags}" -- "$cur")) ;;')
-    names = " ".join(c.name for c in commands)
-    default = next((c for c in commands if c.name == "gui"), None)
-    default_flags = " ".join(f for o in default.options for f in o.flags
-                             if f not in ("-h", "--help")) if default else ""
-    return f"""# bash completion for {PROG} (generated from its command line; do not edit)
-_{PROG}() {{
-  local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}} cmd="" i
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    case "${{COMP_WORDS[i]}}" in -*) ;; *) cmd=${{COMP_WORDS[i]}}; break ;; esac
-  done
-  if [[ -z "$cmd" ]]; then
-    if [[ "$cur" == -* ]]; then
-      COMPREPLY=($(compgen -W "--help --version {default_flags}" -- "$cur"))
-    else
-      COMPREPLY=($(compgen -W "{names}" -- "$cur"))
-    fi
-    return
-  fi
-  case "$cmd" in
-{chr(10).join(cases)}
-  esac
-}}
-complete -F _{PROG} {PROG}
-"""
+                completer = _nothing          # a number, a size, a URL: nothing to offer
+            action.completer = completer      # type: ignore[attr-defined]
 
 
-# zsh --------------------------------------------------------------------------------
-def _zsh_quote(text: str) -> str:
-    return text.replace("'", "'\\''").replace("[", "\\[").replace("]", "\\]").replace(":", "\\:")
+def _as_gui(line: str, point: int) -> tuple[str, int]:
+    """``gpuwatch --demo …`` is ``gpuwatch gui --demo …``: the line argcomplete reads,
+    with ``gui`` put in where the CLI puts it."""
+    head, _, rest = line.partition(" ")
+    first, space, _ = rest.lstrip().partition(" ")
+    top_level = first in ("-h", "--help", "--version") or (
+        not space and first.startswith("--vers"))   # completing --version itself
+    if first.startswith("-") and not top_level:
+        at = len(head) + 1
+        return line[:at] + "gui " + line[at:], point + 4 if point >= at else point
+    return line, point
 
 
-def zsh_script(commands: list[Command]) -> str:
-    functions = []
-    for c in commands:
-        specs = []
-        for o in c.options:
-            flags = o.flags
-            help_ = _zsh_quote(o.help)
-            action = ""
-            if o.takes_value:
-                if o.values:
-                    action = f":value:({' '.join(o.values)})"
-                elif o.is_file:
-                    action = ":file:_files"
-                else:
-                    action = ":value: "
-            if len(flags) == 1:
-                specs.append(f"'{flags[0]}[{help_}]{action}'")
-            else:
-                specs.append(f"'({' '.join(flags)})'{{{','.join(flags)}}}'[{help_}]{action}'")
-        if c.positional_file:
-            specs.append("'1:session file:_files'")
-        body = " \\\n    ".join(specs)
-        name = c.name.replace("-", "_")
-        functions.append(f"_{PROG}_{name}() {{\n  _arguments -s \\\n    {body}\n}}")
-    described = "\n".join(f"    '{c.name}:{_zsh_quote(c.summary)}'" for c in commands)
-    return f"""#compdef {PROG}
-# zsh completion for {PROG} (generated from its command line; do not edit)
-{chr(10).join(functions)}
+def complete(parser: argparse.ArgumentParser, **argcomplete_options: Any) -> None:
+    """Answer the shell's completion request (``_ARGCOMPLETE`` is set) and exit.
+    ``argcomplete_options`` go to ``argcomplete.autocomplete`` (tests pass an output
+    stream and an exit function)."""
+    import argcomplete
 
-_{PROG}() {{
-  local -a commands
-  commands=(
-{described}
-  )
-  if (( CURRENT == 2 )); then
-    _describe -t commands '{PROG} command' commands
-    _arguments '--help[show help]' '--version[show the version]'
-    return
-  fi
-  local cmd=${{words[2]}}
-  shift words
-  (( CURRENT-- ))
-  if (( $+functions[_{PROG}_${{cmd//-/_}}] )); then
-    _{PROG}_${{cmd//-/_}}
-  fi
-}}
-
-_{PROG} "$@"
-"""
+    line = os.environ.get("COMP_LINE", "")
+    try:
+        point = int(os.environ.get("COMP_POINT", len(line)))
+    except ValueError:
+        point = len(line)
+    line, point = _as_gui(line, min(point, len(line)))
+    os.environ["COMP_LINE"], os.environ["COMP_POINT"] = line, str(point)
+    attach_completers(parser)
+    argcomplete.autocomplete(parser, default_completer=_nothing, always_complete_options=False,
+                             **argcomplete_options)
 
 
-# fish -------------------------------------------------------------------------------
-def _fish_quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def script(shell: str) -> str:
+    """The completion script for ``shell`` (bash, zsh or fish)."""
+    import argcomplete
 
-
-def fish_script(commands: list[Command]) -> str:
-    names = " ".join(c.name for c in commands)
-    lines = [f"# fish completion for {PROG} (generated from its command line; do not edit)",
-             f"complete -c {PROG} -f",
-             f"complete -c {PROG} -n 'not __fish_seen_subcommand_from {names}' -l version "
-             "-d 'show the version'"]
-    for c in commands:
-        lines.append(f"complete -c {PROG} -n 'not __fish_seen_subcommand_from {names}' "
-                     f"-a {c.name} -d {_fish_quote(c.summary)}")
-    for c in commands:
-        cond = f"-n '__fish_seen_subcommand_from {c.name}'"
-        if c.positional_file:
-            lines.append(f"complete -c {PROG} {cond} -F")
-        for o in c.options:
-            parts = [f"complete -c {PROG} {cond}"]
-            for flag in o.flags:
-                parts.append(f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}")
-            if o.takes_value:
-                if o.values:
-                    parts.append(f"-x -a {_fish_quote(' '.join(o.values))}")
-                elif o.is_file:
-                    parts.append("-r -F")
-                else:
-                    parts.append("-x")
-            if o.help:
-                parts.append(f"-d {_fish_quote(o.help)}")
-            lines.append(" ".join(parts))
-    return "\n".join(lines) + "\n"
-
-
-GENERATORS: dict[str, Callable[[list[Command]], str]] = {
-    "bash": bash_script, "zsh": zsh_script, "fish": fish_script}
-
-
-def script(shell: str, commands: list[Command] | None = None) -> str:
-    return GENERATORS[shell](describe_cli() if commands is None else commands)
+    code = argcomplete.shellcode([PROG], shell=shell)
+    header = f"# {shell} completion for {PROG} (argcomplete's; do not edit)\n"
+    if shell == "zsh":                      # "#compdef" must stay the first line
+        first, _, rest = code.lstrip("\n").partition("\n")
+        return f"{first}\n{header}{rest}"
+    return header + code.lstrip("\n")
 
 
 def write_all(folder: Path) -> list[Path]:
-    """The three scripts in ``folder``, named as each shell looks them up."""
     folder.mkdir(parents=True, exist_ok=True)
-    commands = describe_cli()
-    paths = []
+    written = []
     for shell in SHELLS:
         path = folder / FILE_NAMES[shell]
-        path.write_text(script(shell, commands), encoding="utf-8")
-        paths.append(path)
-    return paths
+        path.write_text(script(shell))
+        written.append(path)
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog=f"python -m {__name__}",
+        prog="python -m gpuwatch.commands.completion",
         description="Print gpuwatch's completion script for a shell, or write all three.")
-    parser.add_argument("shell", nargs="?", choices=SHELLS)
-    parser.add_argument("--all", metavar="DIR", type=Path,
-                        help="write gpuwatch.bash, _gpuwatch and gpuwatch.fish into DIR")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("shell", nargs="?", choices=SHELLS)
+    group.add_argument("--all", metavar="DIR", type=Path,
+                       help="write gpuwatch.bash, _gpuwatch and gpuwatch.fish into DIR")
     args = parser.parse_args(argv)
     if args.all is not None:
         for path in write_all(args.all):
             print(path)
         return 0
-    if args.shell is None:
-        parser.error("name a shell (bash, zsh or fish) or give --all DIR")
     sys.stdout.write(script(args.shell))
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

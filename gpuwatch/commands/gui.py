@@ -26,6 +26,7 @@ def declare(p: argparse.ArgumentParser) -> None:
         run="gpuwatch.commands.gui:run_gui")
     options.add_demo(p)
     options.add_prometheus(p)
+    options.add_gpu_ids(p)
     options.add_sampling(p, None, "the saved setting, 1 at first")
     p.add_argument("--screenshot", metavar="PNG",
                    help="render the window to this PNG file and exit, without needing a "
@@ -72,10 +73,10 @@ def run_gui(args: argparse.Namespace) -> int:
     from gpuwatch.ui import LaunchOptions, launch
 
     remote = {}
-    if args.prometheus is not None or args.match is not None:
+    if args.prometheus is not None or args.match is not None or args.gpus is not None:
         source = options.source_options(args)   # refuses it with --demo, --match alone
         remote = {"prometheus": source.prometheus, "match": source.match}
     return launch(LaunchOptions(
         demo=args.demo, interval_s=args.interval, time_scale=args.time_scale,
         screenshot=args.screenshot, screenshot_after_s=args.screenshot_after,
-        theme=args.theme, tray=args.tray, **remote))
+        theme=args.theme, tray=args.tray, gpus=args.gpus, **remote))

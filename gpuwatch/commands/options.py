@@ -125,6 +125,41 @@ def add_prometheus(parser: argparse.ArgumentParser) -> None:
              "e.g. '{cluster=\"a\", Hostname=~\"gpu-.*\"}' (default: every GPU series)")
 
 
+def gpu_ids(text: str) -> object:
+    from gpuwatch.core.gpu_selection import GpuSelection, GpuSelectionError
+
+    try:
+        return GpuSelection.parse(text)
+    except GpuSelectionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_gpu_ids(parser: argparse.ArgumentParser) -> None:
+    """``-i/--id``: only these GPUs, by index or UUID (as ``nvidia-smi -i`` takes them)."""
+    parser.add_argument(
+        "-i", "--id", dest="gpus", type=gpu_ids, metavar="IDS",
+        help="only these GPUs: indices or UUIDs separated by commas, as nvidia-smi -i "
+             "takes them, e.g. 0,2 or GPU-5d3c (a UUID's first characters are enough when "
+             "only one GPU starts so; default: every GPU)")
+
+
+def add_format(parser: argparse.ArgumentParser, formats: tuple[str, ...], help: str) -> None:
+    """``--format``, the first of ``formats`` by default; ``--json`` stays its alias."""
+    parser.add_argument("--format", choices=formats, default=None,
+                        help=f"the output: {help} (default {formats[0]})")
+    parser.set_defaults(default_format=formats[0])
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """The format asked for, with ``--json`` and ``--format`` agreeing."""
+    if args.json:
+        if args.format not in (None, "json"):
+            raise UsageError(f"--json and --format {args.format} ask for two formats; "
+                             "give one")
+        return "json"
+    return args.format or args.default_format
+
+
 class UsageError(Exception):
     """A combination of options that makes no sense; the CLI exits with code 2."""
 
@@ -138,6 +173,9 @@ def source_options(args: argparse.Namespace, *, loop: bool = False,
         raise UsageError("--match applies to --prometheus only; add --prometheus URL")
     if prometheus is not None and args.demo is not None:
         raise UsageError("--prometheus and --demo are two different sources; give one")
+    if prometheus is not None and getattr(args, "gpus", None) is not None:
+        raise UsageError("-i/--id chooses among this machine's GPUs; with --prometheus, "
+                         "choose GPUs with --match, e.g. --match '{gpu=\"0\"}'")
     if args.demo is None:
         if getattr(args, "time_scale", 1.0) != 1.0:
             raise UsageError("--time-scale applies to simulated GPUs only; add --demo")
@@ -151,4 +189,5 @@ def source_options(args: argparse.Namespace, *, loop: bool = False,
         pcie_inline=pcie_inline,
         prometheus=prometheus,
         match=getattr(args, "match", None) or (),
+        gpus=getattr(args, "gpus", None),
     )

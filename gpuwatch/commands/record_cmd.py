@@ -19,11 +19,13 @@ import numpy as np
 from gpuwatch.advisor import Advisor, event_to_json, format_event
 from gpuwatch.commands import options
 from gpuwatch.commands.snapshot_text import describe_backend, format_tick
+from gpuwatch.commands.term_colour import paint, wanted
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import History
 from gpuwatch.core.output_paths import check_output_file
 from gpuwatch.core.safe_text import visible
 from gpuwatch.core.snapshot import BackendKind, Snapshot
+from gpuwatch.core.snapshot_csv import csv_text, snapshot_rows
 from gpuwatch.core.snapshot_json import snapshot_to_json
 from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.core.wording import plural
@@ -38,10 +40,11 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 def run_record(args: argparse.Namespace) -> int:
     # a bad --out is refused before any sampling starts (no missing folder is created)
     out_path = check_output_file(args.out, "session file") if args.out else None
+    fmt = options.output_format(args)
     backend = open_backend(options.source_options(args))
     # neither the printed lines nor the session hold processes' resident sets: they are
     # read every tenth tick only (the JSON lines give them: there, every tick)
-    backend.set_host_detail(bool(args.json))
+    backend.set_host_detail(fmt == "json")
     simulated = backend.info.kind is BackendKind.SIMULATED
     duration = args.duration
     if duration is None and simulated:
@@ -62,6 +65,8 @@ def run_record(args: argparse.Namespace) -> int:
             raise
 
     advisor = Advisor()
+    csv_header_done = threading.Event()
+    colour = wanted(args.color, sys.stdout)
     worst: dict[tuple, Severity] = {}
 
     def on_snapshot(snap: Snapshot) -> None:
@@ -73,14 +78,23 @@ def run_record(args: argparse.Namespace) -> int:
                 recorder.add_hint_event(event)
         for e in events:      # each hint counted once, at the worst severity it reached
             worst[e.hint.key] = max(worst.get(e.hint.key, e.hint.severity), e.hint.severity)
-        if args.json:
+        if fmt == "json":
             lines = [json.dumps(snapshot_to_json(snap), separators=(",", ":"))]
             lines += [json.dumps(event_to_json(e), separators=(",", ":")) for e in events]
+        elif fmt == "csv":         # the rows on stdout, the hints on stderr
+            lines = [csv_text(snapshot_rows(snap), header=not csv_header_done.is_set())
+                     .rstrip("\r\n")]
+            csv_header_done.set()
+            for e in events:
+                print("hint " + paint(visible(format_event(e, None)), e.hint.severity.value,
+                                      wanted(args.color, sys.stderr)),
+                      file=sys.stderr, flush=True)
         else:
-            lines = format_tick(snap, backend.clock.elapsed_s() - start)
+            lines = format_tick(snap, backend.clock.elapsed_s() - start, colour)
             # virtual runs print time since the start; real ones the time of day
             since = start_stamp if simulated else None
-            lines += ["  hint " + visible(format_event(e, since)) for e in events]
+            lines += ["  hint " + paint(visible(format_event(e, since)),
+                                        e.hint.severity.value, colour) for e in events]
         try:
             print("\n".join(lines), flush=True)
         except BrokenPipeError:        # `gpuwatch record | head`: the reader has gone
@@ -89,7 +103,7 @@ def run_record(args: argparse.Namespace) -> int:
     def on_error(exc: Exception) -> None:
         print(f"gpuwatch: a sample failed: {exc}", file=sys.stderr)
 
-    if not args.json:
+    if fmt == "text":
         where = f" to {recorder.path}" if recorder is not None else ""
         print(f"Recording {describe_backend(backend.info)} every {args.interval:g} s"
               + (f" for {format_duration(duration)}" if duration else " until Ctrl-C")
@@ -120,7 +134,7 @@ def run_record(args: argparse.Namespace) -> int:
                                    sorted(counts, key=lambda sev: sev.rank, reverse=True)) + "."
     if recorder is not None and recorder.error is None:
         summary += f" Session saved to {recorder.path}"
-    print(summary, file=sys.stderr if args.json else sys.stdout)
+    print(summary, file=sys.stdout if fmt == "text" else sys.stderr)
     if recorder is not None and recorder.error is not None:
         print(f"gpuwatch: the recording failed; what was saved before the failure is in "
               f"{recorder.path}", file=sys.stderr)

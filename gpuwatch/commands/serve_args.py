@@ -45,6 +45,7 @@ def declare(p: argparse.ArgumentParser) -> None:
                        "gpuwatch serve --demo multi-gpu-ddp --listen 9401"],
         run="gpuwatch.commands.serve:run_serve")
     options.add_demo(p)
+    options.add_gpu_ids(p)
     options.add_sampling(p)
     p.add_argument("--listen", type=listen_address, default=listen_address(DEFAULT_LISTEN),
                    metavar="HOST:PORT",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import time
 
+from gpuwatch.commands.term_colour import memory_level, paint
 from gpuwatch.core.safe_text import clip, visible
 from gpuwatch.core.snapshot import (
     EXITED_PROCESS_LABEL,
@@ -77,24 +78,26 @@ def _sensors_line(g: GpuSample) -> str:
     return " · ".join(bits)
 
 
-def format_snapshot(s: Snapshot, width: int = 100) -> str:
+def format_snapshot(s: Snapshot, width: int = 100, colour: bool = False) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.timestamp_s))
     lines = [f"{describe_backend(s.backend)} · {stamp}"]
     for w in s.warnings:
-        lines.append(f"warning: {visible(w)}")
+        lines.append(paint(f"warning: {visible(w)}", "warning", colour))
     if not s.gpus and not s.warnings:
         lines.append("No GPUs found.")
     for g in s.gpus:
         lines.append("")
         title = f"GPU {g.index}  {visible(g.name) or 'unknown GPU'}"
         if g.state is not GpuState.OK:
-            title += f"  [{g.state.value.upper()}]"
+            title += "  " + paint(f"[{g.state.value.upper()}]", "critical", colour)
         lines.append(title)
         if g.state is not GpuState.OK:
             lines.append("  " + (visible(g.error) or "no reason given by the driver"))
         if g.state is GpuState.LOST:
             continue
-        for text in (_memory_line(g), _activity_line(g), _sensors_line(g)):
+        level = memory_level(g.memory.total_bytes, g.memory.free_bytes)
+        for text in (paint(_memory_line(g), level, colour), _activity_line(g),
+                     _sensors_line(g)):
             if text:
                 lines.append("  " + text)
         if g.processes_error is not None:
@@ -127,7 +130,7 @@ def _command(p: ProcessSample) -> str:
     return HIDDEN_PROCESS_LABEL
 
 
-def format_tick(s: Snapshot, elapsed_s: float) -> list[str]:
+def format_tick(s: Snapshot, elapsed_s: float, colour: bool = False) -> list[str]:
     """One compact line per GPU for `gpuwatch record`."""
     if not s.gpus:
         return [f"{format_duration(elapsed_s):>10}  no GPUs"]
@@ -137,10 +140,11 @@ def format_tick(s: Snapshot, elapsed_s: float) -> list[str]:
         if g.state is not GpuState.OK and g.memory.total_bytes is None:
             # lost, or unreadable as a whole (a host that stopped answering): say why
             fallback = "GPU lost" if g.state is GpuState.LOST else "could not be read"
-            out.append(f"{head}  {visible(g.error) or fallback}")
+            out.append(f"{head}  " + paint(visible(g.error) or fallback, "critical", colour))
             continue
         m = g.memory
         pct = f"{m.used_fraction * 100:3.0f} %" if m.used_fraction is not None else "  n/a"
+        pct = paint(pct, memory_level(m.total_bytes, m.free_bytes), colour)
         busy = (f"busy {g.memory_busy_percent:3.0f} %" if g.memory_busy_percent is not None
                 else "busy n/a")
         out.append(f"{head}  {format_bytes(m.used_bytes):>9} / {format_bytes(m.total_bytes)} "

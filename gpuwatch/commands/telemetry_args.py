@@ -10,6 +10,7 @@ import argparse
 
 from gpuwatch.commands import options
 from gpuwatch.commands.parsing import SESSIONS_DIR, describe
+from gpuwatch.commands.term_colour import add_color
 
 
 def declare_snapshot(p: argparse.ArgumentParser) -> None:
@@ -24,11 +25,17 @@ def declare_snapshot(p: argparse.ArgumentParser) -> None:
         run="gpuwatch.commands.snapshot_cmd:run_snapshot")
     options.add_demo(p)
     options.add_prometheus(p)
+    options.add_gpu_ids(p)
     p.add_argument("--at", type=options.seconds, default=0.0, metavar="S",
                    help="simulated GPUs only: sample the scenario at S virtual seconds "
                         "from its start (default 0)")
     p.add_argument("--json", action="store_true",
-                   help="print the gpuwatch.snapshot/1 JSON document instead of the table")
+                   help="print the gpuwatch.snapshot/1 JSON document instead of the table "
+                        "(the same as --format json)")
+    options.add_format(p, ("table", "json", "csv"),
+                       "table: a block per GPU; json: the gpuwatch.snapshot/1 document; "
+                       "csv: a header and one row per GPU (columns in docs/cli.md)")
+    add_color(p)
 
 
 def declare_record(p: argparse.ArgumentParser) -> None:
@@ -45,13 +52,19 @@ def declare_record(p: argparse.ArgumentParser) -> None:
         run="gpuwatch.commands.record_cmd:run_record")
     options.add_demo(p)
     options.add_prometheus(p)
+    options.add_gpu_ids(p)
     options.add_sampling(p)
     p.add_argument("--duration", type=options.positive_seconds, metavar="S",
                    help="stop after S seconds (virtual seconds on simulated GPUs; "
                         "default: the scenario's length, or until Ctrl-C on real GPUs)")
     p.add_argument("--json", action="store_true",
                    help="print JSON lines instead of text: a gpuwatch.snapshot/1 document "
-                        "per tick and a line per hint event")
+                        "per tick and a line per hint event (the same as --format json)")
+    options.add_format(p, ("text", "json", "csv"),
+                       "text: a line per GPU each tick; json: JSON lines; csv: a header, "
+                       "then one row per GPU per sample (columns in docs/cli.md), hints and "
+                       "the summary on stderr")
+    add_color(p)
     save = p.add_mutually_exclusive_group()
     save.add_argument("--out", metavar="FILE",
                       help="the session file to write (default: a new file in "

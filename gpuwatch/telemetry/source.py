@@ -16,8 +16,10 @@ from gpuwatch.telemetry.sim.library import SimulatedNvml
 from gpuwatch.telemetry.sim.probes import ScenarioProbes
 
 if TYPE_CHECKING:
+    from gpuwatch.core.gpu_selection import GpuSelection
     from gpuwatch.telemetry.prometheus.backend import PrometheusBackend
     from gpuwatch.telemetry.prometheus.selector import Matcher
+    from gpuwatch.telemetry.selection import SelectedGpus
 
 MAX_SPEED = "max"
 
@@ -32,6 +34,7 @@ class SourceOptions:
     pcie_inline: bool = False        # read PCIe in the sample itself (one-shot snapshots)
     prometheus: str | None = None    # a Prometheus server's base URL: read GPUs from it
     match: tuple[Matcher, ...] = ()  # Prometheus only: the series to read (--match)
+    gpus: GpuSelection | None = None  # NVML and simulated only: show just these (-i/--id)
 
 
 def make_clock(time_scale: float | str, start_at_s: float = 0.0) -> Clock:
@@ -40,9 +43,18 @@ def make_clock(time_scale: float | str, start_at_s: float = 0.0) -> Clock:
     return ScaledClock(float(time_scale), start_at_s)
 
 
-def open_backend(options: SourceOptions) -> NvmlBackend | PrometheusBackend:
+def open_backend(options: SourceOptions) -> NvmlBackend | PrometheusBackend | SelectedGpus:
     """An opened backend. Raises NvmlUnavailableError (PrometheusUnavailableError for a
-    Prometheus server) or ScenarioError with a plain reason."""
+    Prometheus server), ScenarioError or GpuSelectionError with a plain reason."""
+    backend = _open(options)
+    if options.gpus is None or not isinstance(backend, NvmlBackend):
+        return backend
+    from gpuwatch.telemetry.selection import SelectedGpus
+
+    return SelectedGpus(backend, options.gpus)
+
+
+def _open(options: SourceOptions) -> NvmlBackend | PrometheusBackend:
     if options.prometheus is not None:
         from gpuwatch.telemetry.prometheus.backend import PrometheusBackend
 

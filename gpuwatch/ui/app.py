@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from gpuwatch.core import logs
+from gpuwatch.core.gpu_selection import GpuSelection
 from gpuwatch.core.snapshot import BackendKind
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.nvml import NvmlBackend
@@ -51,6 +52,7 @@ class LaunchOptions:
     single_instance: bool = True         # hand over to a window already running
     prometheus: str | None = None        # read the GPUs of many hosts from this server
     match: tuple = ()                    # with prometheus: the label matchers (--match)
+    gpus: GpuSelection | None = None     # only these GPUs (-i/--id); not with prometheus
 
 
 def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
@@ -65,10 +67,10 @@ def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
                          f"{escape(', '.join(hosts))}"), False
     if opts.demo is None:
         try:
-            return open_backend(SourceOptions()), None, False
+            return open_backend(SourceOptions(gpus=opts.gpus)), None, False
         except NvmlUnavailableError as exc:
             backend = open_backend(SourceOptions(demo=FALLBACK_SCENARIO, loop=True,
-                                                 time_scale=opts.time_scale))
+                                                 time_scale=opts.time_scale, gpus=opts.gpus))
             from html import escape
 
             from gpuwatch.telemetry.nvml.translate import INIT_FAILURES
@@ -79,7 +81,8 @@ def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
                 reason = reason[0].lower() + reason[1:]
             return backend, (f"<b>Simulated GPUs</b> — {escape(reason, quote=False)}. This is "
                              f"the '{FALLBACK_SCENARIO}' demo, not your hardware."), True
-    backend = open_backend(SourceOptions(demo=opts.demo, loop=True, time_scale=opts.time_scale))
+    backend = open_backend(SourceOptions(demo=opts.demo, loop=True, time_scale=opts.time_scale,
+                                         gpus=opts.gpus))
     return backend, (f"<b>Simulated GPUs</b> — scenario '{backend.info.scenario}' "
                      "(demo mode), not real hardware."), False
 

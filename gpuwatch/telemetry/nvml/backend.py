@@ -115,6 +115,10 @@ class NvmlBackend:
             self._pcie.start()
         return self
 
+    def gpu_identities(self) -> list[tuple[int, str | None]]:
+        """Every GPU's (index, UUID) as opened; the UUID is None while a GPU is lost."""
+        return [(dev.index, dev.uuid) for dev in self._devices]
+
     def set_host_detail(self, full: bool) -> None:
         """Whether every tick reads each process's resident set (see the host's
         ``set_detail``), and PCIe every ``pcie_interval_s`` rather than every
