@@ -60,7 +60,7 @@ def test_install_puts_everything_in_the_xdg_places_and_uninstall_takes_it_back(
     bash = data / "bash-completion/completions/gpuwatch"
     assert subprocess.run(["bash", "-n", str(bash)]).returncode == 0
     assert (data / "zsh/site-functions/_gpuwatch").read_text().startswith("#compdef gpuwatch")
-    assert "complete -c gpuwatch" in (config / "fish/completions/gpuwatch.fish").read_text()
+    assert "complete --command gpuwatch" in (config / "fish/completions/gpuwatch.fish").read_text()
     if shutil.which("desktop-file-validate"):
         check = subprocess.run(["desktop-file-validate", str(desktop)], capture_output=True,
                                text=True)
