@@ -32,7 +32,15 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("snapshot --demo --json", ["-m", "gpuwatch", "snapshot", "--demo", "--json"]),
     ("scenarios", ["-m", "gpuwatch", "scenarios"]),
     ("estimate --model gpt2", ["-m", "gpuwatch", "estimate", "--model", "gpt2"]),
+    ("TAB: estimate --model l", ["-m", "gpuwatch"]),
 ]
+
+# A shell's completion request (one TAB), answered into /dev/null as argcomplete's
+# scripts would have it answered on file descriptor 8.
+TAB_LINE = "gpuwatch estimate --model l"
+ENV_OF = {"TAB: estimate --model l": {
+    "_ARGCOMPLETE": "1", "_ARGCOMPLETE_SHELL": "bash", "COMP_LINE": TAB_LINE,
+    "COMP_POINT": str(len(TAB_LINE)), "_ARGCOMPLETE_STDOUT_FILENAME": os.devnull}}
 
 # modules worth naming when a command imports them
 WATCHED = ("numpy", "PySide6", "pyqtgraph", "pynvml", "psutil", "sqlite3", "platformdirs",
@@ -41,8 +49,8 @@ WATCHED = ("numpy", "PySide6", "pyqtgraph", "pynvml", "psutil", "sqlite3", "plat
            "gpuwatch.telemetry.sim.library")
 
 
-def _env(tree: Path, data_dir: str) -> dict[str, str]:
-    env = dict(os.environ)
+def _env(tree: Path, data_dir: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ) | (extra or {})
     env["PYTHONPATH"] = str(tree) + (os.pathsep + env["PYTHONPATH"]
                                      if env.get("PYTHONPATH") else "")
     env["GPUWATCH_DATA_DIR"] = data_dir
@@ -50,19 +58,21 @@ def _env(tree: Path, data_dir: str) -> dict[str, str]:
     return env
 
 
-def cpu_seconds(argv: list[str], tree: Path, data_dir: str) -> float:
+def cpu_seconds(argv: list[str], tree: Path, data_dir: str,
+                extra: dict[str, str] | None = None) -> float:
     """User + system CPU of one child interpreter running ``argv``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, *argv], cwd=tree, env=_env(tree, data_dir),
+    subprocess.run([sys.executable, *argv], cwd=tree, env=_env(tree, data_dir, extra),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def import_profile(argv: list[str], tree: Path, data_dir: str) -> list[tuple[int, int, str]]:
+def import_profile(argv: list[str], tree: Path, data_dir: str,
+                   extra: dict[str, str] | None = None) -> list[tuple[int, int, str]]:
     """(self µs, cumulative µs, indented name) per imported module, from ``-X importtime``."""
     done = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=tree,
-                          env=_env(tree, data_dir), stdout=subprocess.DEVNULL,
+                          env=_env(tree, data_dir, extra), stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, check=True)
     rows = []
     for line in done.stderr.splitlines():
@@ -102,9 +112,10 @@ def main() -> None:
         for _ in range(args.runs):          # interleaved, so drift hits every column alike
             for label, argv in COMMANDS:
                 for tag, tree in trees:
-                    times.setdefault((tag, label), []).append(cpu_seconds(argv, tree, data_dir))
+                    times.setdefault((tag, label), []).append(
+                        cpu_seconds(argv, tree, data_dir, ENV_OF.get(label)))
         median = {key: statistics.median(v) for key, v in times.items()}
-        profiles = {(tag, label): import_profile(argv, tree, data_dir)
+        profiles = {(tag, label): import_profile(argv, tree, data_dir, ENV_OF.get(label))
                     for label, argv in COMMANDS for tag, tree in trees}
 
     print(f"CPU seconds (user+system), median of {args.runs} runs; × = ratio to python -c pass")
