@@ -20,7 +20,8 @@ What frameworks overlap, and the plan with them:
   gathers hide behind the forward and backward passes, all but the first layer's;
 * context parallel: ring attention passes key/value blocks while the attention of the
   block in hand computes;
-* tensor parallel all-reduces and pipeline sends sit on the critical path: exposed.
+* tensor parallel all-reduces and pipeline sends sit on the critical path: exposed
+  (an interleaved pipeline sends ``v`` times as often, once per model chunk).
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ from dataclasses import dataclass
 from gpuwatch.budget.estimator import Estimate
 from gpuwatch.budget.precision import get_precision
 from gpuwatch.budget.specs import ModelSpec, TransformerSpec
-from gpuwatch.plan.flops import sequence
+from gpuwatch.plan.flops import sequence, trainable_params
 
 BUCKET_BYTES = 25 * 10**6  # PyTorch DDP's default bucket_cap_mb
+# Start-up time of one collective (the α of an α-β model): NCCL's small all-reduces take
+# about 10 µs inside an NVLink node and some 25 µs across nodes. It matters where many
+# small collectives run: tensor-parallel decoding, two all-reduces per layer per token.
+LATENCY_INTRA_S = 10e-6
+LATENCY_INTER_S = 25e-6
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class CommPart:
     inter_node: bool
     hide_s: float = 0.0  # compute time it can overlap with
     floor_bytes: float = 0.0  # the share that never hides (the last bucket, first layer)
+    count: float = 0.0  # collectives per step (each pays a start-up latency)
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,10 @@ class Links:
         return self.inter if part.inter_node else self.intra
 
     def time(self, part: CommPart) -> float:
-        return part.bytes / self.of(part) if part.bytes else 0.0
+        if not part.bytes:
+            return 0.0
+        latency = LATENCY_INTER_S if part.inter_node else LATENCY_INTRA_S
+        return part.bytes / self.of(part) + part.count * latency
 
     def exposed(self, part: CommPart) -> float:
         """The part of its time that stays on the critical path."""
@@ -74,7 +84,7 @@ def ring(n: int) -> float:
 
 def comm_parts(spec: ModelSpec, est: Estimate, accum: int, gpus_per_node: int,
                backward_s: float, busy_s: float, attention_s: float,
-               cp: int = 1) -> list[CommPart]:
+               cp: int = 1, virtual: int = 1) -> list[CommPart]:
     """The traffic of ``est``'s layout per GPU and step (module docstring).
 
     ``backward_s`` is one micro-batch's backward pass, ``busy_s`` all micro-batches'
@@ -89,7 +99,7 @@ def comm_parts(spec: ModelSpec, est: Estimate, accum: int, gpus_per_node: int,
     node = max(1, gpus_per_node)
     out: list[CommPart] = []
     if train and dp > 1:
-        grads = est.trainable_params / tp / pp * p.grad_bytes
+        grads = trainable_params(est) / tp / pp * p.grad_bytes
         weights = est.params / tp / pp * weight_bytes
         f = ring(dp)
         across = tp * cp * dp > node
@@ -112,11 +122,12 @@ def comm_parts(spec: ModelSpec, est: Estimate, accum: int, gpus_per_node: int,
         act = p.act_bytes
         if tp > 1:
             per_layer = (4 if train else 2) * 2 * ring(tp) * tokens * spec.hidden * act
+            calls = (4 if train else 2) * layers * rounds
             out.append(CommPart("tensor-parallel all-reduces", per_layer * layers * rounds,
-                                tp > node))
+                                tp > node, count=calls))
         if pp > 1:
             sends = (2 if train else 1) * tokens * spec.hidden * act / tp
-            out.append(CommPart("pipeline sends", sends * rounds, gpus > node))
+            out.append(CommPart("pipeline sends", sends * rounds * virtual, gpus > node))
         if cp > 1 and train:
             kv = 2 * tokens * spec.kv * spec.d * act / tp
             out.append(CommPart("context-parallel key/value exchange",

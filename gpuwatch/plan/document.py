@@ -23,8 +23,8 @@ IGNORES = (
     "pass, prefetched ZeRO-3 gathers, ring attention; tensor-parallel all-reduces and "
     "pipeline sends stay exposed)",
     "the data loader, host-to-device copies and the CPU side of the optimizer",
-    "interleaved pipeline schedules (the bubble is 1F1B's), stragglers, failures and "
-    "thermal throttling",
+    "pipeline schedules other than Megatron's interleaved 1F1B with two-layer chunks, "
+    "stragglers, failures and thermal throttling",
     "traffic beyond the minimum: each tensor is counted as crossing the memory bus "
     "once per use",
 )
@@ -44,6 +44,7 @@ def _step(s: StepTime | None) -> dict[str, Any] | None:
             "communication_exposed_s": s.exposed_s,
             "communication_hidden_s": s.hidden_s,
             "pipeline_bubble_s": s.bubble_s,
+            "pipeline_virtual_stages": s.virtual,
             "network_bytes_per_s": int(s.network_bytes_per_s),
             "communication_parts": [{"kind": x.kind, "bytes": int(x.bytes),
                                      "inter_node": x.inter_node} for x in s.parts]}
@@ -68,13 +69,13 @@ def _config(c: Config, plan: Plan) -> dict[str, Any]:
         "time_to_first_token_s": answers.time_to_first_token_s(c) if infer else None,
         "tokens_per_s_per_user": answers.tokens_per_s_per_user(c) if infer else None,
         "tokens_per_s": answers.tokens_per_s(c) if infer else None,
+        "generation_s": answers.generation_s(c, plan.request.workload) if infer else None,
     }
 
 
 def _cloud(f: CloudFit, plan: Plan) -> dict[str, Any]:
     i = f.instance
     infer = plan.request.workload.mode == "infer"
-    out = answers.output_tokens(plan.request.workload)
     return {"instance": i.name, "provider": i.provider, "gpu": i.gpu,
             "gpus_per_node": i.gpus, "gpus_used": f.config.gpus,
             "interconnect": i.interconnect, "cpu_memory_bytes": i.cpu_memory_bytes,
@@ -87,7 +88,7 @@ def _cloud(f: CloudFit, plan: Plan) -> dict[str, Any]:
             "on_demand_total_per_hour": f.per_hour,
             "job_steps": f.job_steps, "job_s": f.job_s, "job_cost": f.job_cost,
             "spot_job_cost": f.spot_job_cost,
-            "cost_per_million_tokens": answers.cost_per_million_tokens(f, out)
+            "cost_per_million_tokens": answers.cost_per_million_tokens(f, plan.request.workload)
             if infer else None}
 
 

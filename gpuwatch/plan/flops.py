@@ -180,6 +180,16 @@ def prefill_attention_flops(spec: ModelSpec, est: Estimate) -> float:
     return attention_flops(spec, est.workload.batch, s, s) / est.setup.tp / est.setup.pp
 
 
+def trainable_params(est: Estimate) -> float:
+    """Parameters the optimizer updates, in the whole model: all of them, or LoRA's
+    adapters (read from the estimate only then: its count is per layout)."""
+    if est.workload.mode != "train":
+        return 0.0
+    if not est.setup.lora_rank:
+        return float(est.params)
+    return est.trainable_params / est.setup.tp * est.setup.pp
+
+
 def optimizer_bytes(est: Estimate) -> float:
     """Once per optimizer step: states read and written, gradients read, weights (and
     fp32 master weights, counted among the states) read and written. Offloaded
@@ -187,5 +197,5 @@ def optimizer_bytes(est: Estimate) -> float:
     if est.workload.mode != "train" or est.setup.offload is not None:
         return 0.0
     b = est.breakdown
-    trained = b.parameters * est.trainable_params / max(1, est.params)  # LoRA: adapters
+    trained = b.parameters * trainable_params(est) / max(1, est.params)  # LoRA: adapters
     return 2.0 * b.optimizer_states + b.gradients + 2.0 * trained

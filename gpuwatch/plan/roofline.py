@@ -5,10 +5,12 @@ A micro-batch takes ``max(FLOPs / (peak · efficiency), bytes / (bandwidth ·
 bandwidth efficiency))``: whichever resource it exhausts first. Under FP8 the weight
 matmuls run at the FP8 peak (at :data:`~gpuwatch.plan.efficiency.FP8_FACTOR` of the
 efficiency) and attention at the bf16 peak. A step is ``accum`` micro-batches, plus
-``pp − 1`` more micro-batch times of pipeline bubble (1F1B: ``(m + p − 1)`` slots for
-``m`` micro-batches on ``p`` stages), plus the optimizer's own pass over its states
-(bandwidth-bound), plus the communication that does not hide behind compute
-(:mod:`gpuwatch.plan.comm` says what frameworks overlap), plus offload traffic over PCIe.
+the pipeline bubble (Megatron's interleaved 1F1B: ``(p − 1) / v`` micro-batch times for
+``p`` stages of ``v`` chunks of about two layers each; :func:`virtual_stages`), plus the
+optimizer's own pass over its states (bandwidth-bound), plus the communication that does
+not hide behind compute (:mod:`gpuwatch.plan.comm` says what frameworks overlap), plus
+offload traffic over PCIe. A decoder's flash attention executes half the attention FLOPs
+counted (:func:`causal_share`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from gpuwatch.plan.flops import (
     optimizer_bytes,
     prefill_attention_flops,
     prefill_flops,
+    trainable_params,
 )
 from gpuwatch.plan.hardware import Hardware
 
@@ -63,10 +66,12 @@ class StepTime:
     offload_bytes: float = 0.0  # over PCIe to and from CPU memory, per GPU
     offload_s: float = 0.0
     prefill_s: float = 0.0  # inference: the prompt's forward pass, before decoding
-    pp: int = 1  # pipeline stages: pp − 1 micro-batch slots of bubble
+    pp: int = 1  # pipeline stages: (pp − 1) / virtual micro-batch slots of bubble
+    virtual: int = 1  # model chunks per pipeline stage (interleaved schedule)
     comm_exposed_s: float | None = None  # None: all of comm_s (no overlap)
     network_bytes_per_s: float = 0.0  # between nodes, per GPU
     parts: tuple[CommPart, ...] = field(default=(), repr=False)
+    kv_bytes: float = 0.0  # inference: of bytes_moved, the KV cache read per token
 
     @property
     def exposed_s(self) -> float:
@@ -79,7 +84,7 @@ class StepTime:
 
     @property
     def bubble_s(self) -> float:
-        return (self.pp - 1) * self.micro_s
+        return (self.pp - 1) * self.micro_s / self.virtual
 
     @property
     def total_s(self) -> float:
@@ -89,7 +94,7 @@ class StepTime:
     def busy_s(self) -> float:
         """Compute or memory, whichever binds each micro-batch, the pipeline bubble and
         the optimizer pass."""
-        return self.micro_s * (self.accum + self.pp - 1) + self.optimizer_s
+        return self.micro_s * self.accum + self.bubble_s + self.optimizer_s
 
     @property
     def bound(self) -> str:
@@ -129,9 +134,9 @@ def offload_bytes(est: Estimate, accum: int) -> float:
         return 0.0
     p = get_precision(s.precision)
     shard = s.dp if s.zero >= 2 else 1
-    moved = est.trainable_params / s.tp / shard * (p.grad_bytes + p.weight_bytes)
+    moved = trainable_params(est) / s.tp / s.pp / shard * (p.grad_bytes + p.weight_bytes)
     if s.offload == "params":
-        moved += 2 * accum * est.params / s.tp / s.dp * p.weight_bytes
+        moved += 2 * accum * est.params / s.tp / s.pp / s.dp * p.weight_bytes
     return moved
 
 
@@ -143,9 +148,27 @@ def link_for(hw: Hardware, gpus: int) -> float:
     return sheet.link_bytes_per_s if span <= sheet.fast_domain else sheet.pcie_bytes_per_s
 
 
+def virtual_stages(spec: ModelSpec, pp: int) -> int:
+    """Model chunks per pipeline stage under Megatron's interleaved schedule, as its
+    performance recipes set them: about two layers per chunk (Llama 3 70B on 8 stages:
+    5; 405B: 8). A pipeline of one stage, or of a CNN, has one."""
+    if pp <= 1 or not isinstance(spec, TransformerSpec):
+        return 1
+    return max(1, spec.total_layers // (2 * pp))
+
+
 def _compute_s(flops: float, other: float, peaks_matmul: float, peaks_other: float,
-               eff: float, matmul_eff: float) -> float:
-    return (flops - other) / (peaks_matmul * matmul_eff) + other / (peaks_other * eff)
+               eff: float, matmul_eff: float, causal: float = 1.0) -> float:
+    return (flops - other) / (peaks_matmul * matmul_eff) + other * causal / (peaks_other * eff)
+
+
+def causal_share(spec: ModelSpec, est: Estimate) -> float:
+    """The share of the counted attention FLOPs a fused kernel executes over a full
+    sequence: a decoder's causal mask lets flash attention skip the blocks above the
+    diagonal (half); eager attention and encoders compute them all. (FLOP counts stay
+    non-causal, as MFU figures quote them.)"""
+    causal = isinstance(spec, TransformerSpec) and spec.arch == "decoder"
+    return 0.5 if causal and est.setup.flash_attention else 1.0
 
 
 def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
@@ -158,24 +181,26 @@ def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
     eff = efficiency.compute
     matmul_eff = eff * (efficiency.fp8_factor if peaks.matmul_format == "fp8" else 1.0)
     bytes_s = hw.gpu.bandwidth_bytes_per_s * efficiency.bandwidth
+    train = est.workload.mode == "train"
+    causal = causal_share(spec, est)
     compute_micro = _compute_s(micro.flops, micro.other_flops, peaks.matmul, peaks.other,
-                               eff, matmul_eff)
+                               eff, matmul_eff, causal if train else 1.0)
     memory_micro = micro.bytes_moved / bytes_s
     opt_bytes = optimizer_bytes(est)
     optimizer_s = opt_bytes / bytes_s
-    train = est.workload.mode == "train"
     frozen = est.setup.lora_rank > 0 or get_precision(precision).quantized
     backward = compute_micro * ((1 / 2 if frozen else 2 / 3) if train else 0.0)
-    attention = micro.other_flops / (peaks.other * eff) * accum
+    attention = micro.other_flops * causal / (peaks.other * eff) * accum
     network = network_bytes_per_s or hw.sheet.network_bytes_per_s
     links = Links(link_for(hw, gpus), network)
+    virtual = virtual_stages(spec, est.setup.pp)
     parts = tuple(comm_parts(spec, est, accum, hw.sheet.node, backward,
-                             compute_micro * accum, attention, cp))
+                             compute_micro * accum, attention, cp, virtual))
     host = offload_bytes(est, accum)
     prefill = 0.0
     if est.workload.mode == "infer" and isinstance(spec, TransformerSpec):
         prefill = max(_compute_s(prefill_flops(spec, est), prefill_attention_flops(spec, est),
-                                 peaks.matmul, peaks.other, eff, matmul_eff),
+                                 peaks.matmul, peaks.other, eff, matmul_eff, causal),
                       est.breakdown.parameters / bytes_s) * accum
     return StepTime(
         flops=micro.flops * accum,
@@ -195,7 +220,9 @@ def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
         offload_s=host / hw.sheet.pcie_bytes_per_s,
         prefill_s=prefill,
         pp=est.setup.pp,
+        virtual=virtual,
         comm_exposed_s=sum(links.exposed(x) for x in parts),
         network_bytes_per_s=network,
         parts=parts,
+        kv_bytes=est.breakdown.kv_cache * accum if not train else 0.0,
     )

@@ -112,7 +112,7 @@ def _cloud(plan: Plan) -> list[str]:
                 f"{money(f.per_hour, book.currency)}/h  "
                 f"{money(f.cost_per_step, book.currency)}/step")
         if infer:
-            per_m = answers.cost_per_million_tokens(f, out_tokens)
+            per_m = answers.cost_per_million_tokens(f, r.workload)
             line += f"  {money(per_m, book.currency)} per million tokens"
         elif f.job_s is not None:
             line += (f"  job {seconds(f.job_s)}, {money(f.job_cost, book.currency)}"
