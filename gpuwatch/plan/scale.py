@@ -76,8 +76,13 @@ def fewest_gpus(spec: ModelSpec, cache: Estimates, hw: Hardware, efficiency: Eff
 
 
 def why_not(spec: ModelSpec, cache: Estimates, hw: Hardware) -> str:
-    """Why not even :data:`MAX_GPUS` GPUs of ``hw`` hold the workload, in a sentence."""
-    small = smallest_estimate(spec, cache, hw, MAX_GPUS)
+    """Why no count of ``hw`` up to :data:`MAX_GPUS` holds the workload, in a sentence:
+    what the most sharded layout of the largest count that has one still needs."""
+    small = None
+    for n in reversed(node_counts(hw)):
+        small = smallest_estimate(spec, cache, hw, n)
+        if small is not None:
+            break
     total = global_batch(cache.workload, cache.setup)
     if small is None:
         return (f"a global batch of {total} cannot spread over {MAX_GPUS:,} GPUs: raise "

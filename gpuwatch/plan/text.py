@@ -6,6 +6,7 @@ tokens), spot advice, the levers, the data sheets and what the roofline ignores.
 
 from __future__ import annotations
 
+from gpuwatch.budget.counts import format_count
 from gpuwatch.core.units import format_bytes
 from gpuwatch.plan import answers
 from gpuwatch.plan.document import (
@@ -33,8 +34,11 @@ def _header(plan: Plan) -> list[str]:
         batch_split(plan) + ".",
     ]
     if r.job_samples is not None:
-        lines.append(f"job: {r.job_samples:,.0f} samples in all; job time and cost per "
-                     "option below.")
+        what = "sequences" if counts_tokens(r.spec) else "images"
+        size = f"{r.job_samples:,.0f} {what}"
+        if counts_tokens(r.spec):
+            size = f"{format_count(r.job_samples * r.workload.seq)} tokens ({size})"
+        lines.append(f"job: {size} in all; its time and cost on each option below.")
     return lines + preset_lines(plan)
 
 
