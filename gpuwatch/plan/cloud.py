@@ -111,8 +111,7 @@ def _holds(instance: Instance, config: Config) -> bool:
     if config.gpus <= instance.gpus:
         return True
     # beyond one node: full nodes with a fast link inside, as many as it takes
-    return instance.gpus == config.hardware.sheet.node and instance.fast_link \
-        and config.gpus % instance.gpus == 0
+    return instance.gpus == config.hardware.sheet.node and instance.fast_link
 
 
 def cloud_fits(configs: list[Config], book: PriceBook, dataset_samples: int | None,

@@ -6,7 +6,8 @@ its data-parallel replicas; each runs the micro-batch that makes its step fastes
 (without pipeline stages: the largest that fits, from the budget's solver) and
 accumulates the rest; replicas never outnumber the global batch.
 
-Layouts tried for n GPUs (in nodes of the GPU's node size): tensor parallel of 1, 2, 4
+Layouts tried for n GPUs (in nodes of the GPU's node size, the last one full or not):
+tensor parallel of 1, 2, 4
 or 8 inside one NVLink or Infinity Fabric domain where it divides the heads (with
 Megatron's sequence parallelism); pipeline stages in powers of two up to the layers;
 context parallel for sequences of 16 Ki tokens and more; data parallel over the rest
@@ -155,11 +156,9 @@ def layouts(spec: ModelSpec, hw: Hardware, gpus: int, train: bool,
             params_offloaded: bool = False, seq: int = 0,
             pipeline: bool = True) -> list[Layout]:
     """The parallel layouts of ``gpus`` GPUs (checkpointing left to the setup's), least
-    model parallelism first; none for a count that is not whole nodes. ``pipeline``
-    False leaves out pipeline stages (for a model one GPU holds they only add bubbles)."""
-    node = hw.sheet.node
-    if gpus > node and gpus % node:
-        return []
+    model parallelism first (a count that is not whole nodes leaves part of the last
+    node idle). ``pipeline`` False leaves out pipeline stages (for a model one GPU holds
+    they only add bubbles)."""
     transformer = isinstance(spec, TransformerSpec)
     layers = spec.total_layers if transformer else 1
     long = train and transformer and spec.arch == "decoder" and seq >= LONG_SEQUENCE

@@ -160,3 +160,36 @@ def test_levers_are_printed_when_nothing_holds_the_workload(capsys):
                        "--gpu", "T4", "--no-prices")
     assert code == 0 and "not even 16,384 GPUs hold it" in out
     assert "Levers, by the memory each saves on one GPU:" in out and "--checkpointing" in out
+
+
+OLD_KEYS = {  # gpuwatch.plan/1 as it was first published: fields are added, none renamed
+    "": {"schema", "model", "params", "mode", "global_batch", "seq", "image", "precision",
+         "efficiency", "dataset_samples", "sort", "hardware", "configs", "cloud", "spot",
+         "reference", "preset", "beyond_one_node", "levers", "ignores"},
+    "hardware": {"gpu", "vendor", "memory_bytes", "bandwidth_bytes_per_s", "peak_flops",
+                 "peak_format", "bandwidth_per_gb_per_s", "ridge_point_flops_per_byte",
+                 "link", "link_bytes_per_s", "fast_domain_gpus", "source"},
+    "configs": {"gpu", "gpus", "fits", "layout", "max_micro_batch", "micro_batch",
+                "grad_accum", "peak_bytes", "memory_bytes", "step", "samples_per_s_per_gpu",
+                "tokens_per_s_per_gpu", "note"},
+    "step": {"total_s", "compute_s", "memory_s", "communication_s", "optimizer_s", "bound",
+             "flops", "bytes_moved", "communication_bytes", "link_bytes_per_s", "offload_s",
+             "offload_bytes", "prefill_s", "compute_format"},
+    "options": {"instance", "provider", "gpu", "gpus_per_node", "gpus_used", "interconnect",
+                "cpu_memory_bytes", "on_demand_per_hour", "spot_per_hour", "step_s",
+                "cost_per_step", "spot_cost_per_step", "steps_per_epoch", "cost_per_epoch",
+                "spot_cost_per_epoch"},
+}
+
+
+def test_the_json_keeps_every_field_it_had(capsys):
+    doc = plan_json(capsys, "--model", "llama-3.1-70b", "--batch", "16", "--seq", "4096",
+                    "--precision", "mixed-bf16", "--gpu", "H100-80GB", "--dataset", "1000")
+    assert OLD_KEYS[""] <= set(doc) and doc["schema"] == "gpuwatch.plan/1"
+    assert all(OLD_KEYS["hardware"] <= set(h) for h in doc["hardware"])
+    assert all(OLD_KEYS["configs"] <= set(c) for c in doc["configs"])
+    fitting = [c for c in doc["configs"] if c["fits"]]
+    assert fitting and all(OLD_KEYS["step"] <= set(c["step"]) for c in fitting)
+    assert {"dp", "tp", "zero", "text"} <= set(fitting[0]["layout"])
+    assert all(OLD_KEYS["options"] <= set(o) for o in doc["cloud"]["options"])
+    assert {"gpu", "min_gpus_zero3"} <= set(doc["beyond_one_node"][0])
