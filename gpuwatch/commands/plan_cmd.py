@@ -58,7 +58,7 @@ def _apply_preset(args: argparse.Namespace) -> Any:
 def _efficiency(args: argparse.Namespace, preset: Any, spec: Any) -> Any:
     """--efficiency, else the preset's measured figure, else None: the planner's default
     for the model's family."""
-    from gpuwatch.plan.roofline import Efficiency
+    from gpuwatch.plan.efficiency import Efficiency, default_efficiency
 
     bandwidth = _fraction(args.bandwidth_efficiency, "--bandwidth-efficiency", 0.8)
     if args.efficiency is not None:
@@ -69,10 +69,7 @@ def _efficiency(args: argparse.Namespace, preset: Any, spec: Any) -> Any:
                           f"the {preset.name} preset: {preset.efficiency_source}")
     if args.bandwidth_efficiency is None:
         return None
-    from gpuwatch.plan.efficiency import family
-
-    f = family(spec)
-    return Efficiency(f.compute, bandwidth, f"the default for a {f.name}: {f.source}")
+    return default_efficiency(spec, bandwidth)
 
 
 MAX_GPUS_ASKED = 16384

@@ -37,6 +37,16 @@ FP8_FACTOR = 0.8  # FP8 matmuls reach this share of the efficiency, of the FP8 p
 
 
 @dataclass(frozen=True)
+class Efficiency:
+    """The fraction of the data-sheet peaks real kernels reach (measured, or assumed)."""
+
+    compute: float = 0.5
+    bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
+    source: str = "the default: large matmuls reach 40–60 % of the dense peak"
+    fp8_factor: float = FP8_FACTOR  # FP8 matmuls: this share of ``compute``, of the FP8 peak
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     compute: float
@@ -68,3 +78,10 @@ def family(spec: ModelSpec) -> Family:
             return LARGE
         return MEDIUM if spec.hidden >= 1024 else SMALL
     return LARGE
+
+
+def default_efficiency(spec: ModelSpec,
+                       bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY) -> Efficiency:
+    """The efficiency for ``spec``'s kind of model, naming its source."""
+    f = family(spec)
+    return Efficiency(f.compute, bandwidth, f"the default for a {f.name}: {f.source}")

@@ -14,7 +14,7 @@ from gpuwatch.budget.solver import max_batch_size
 from gpuwatch.budget.specs import ModelSpec
 from gpuwatch.budget.workload import Setup, Workload
 from gpuwatch.plan.cloud import CloudFit, SpotAdvice, cloud_fits, spot_advice
-from gpuwatch.plan.efficiency import family
+from gpuwatch.plan.efficiency import default_efficiency
 from gpuwatch.plan.errors import PlanError
 from gpuwatch.plan.hardware import Hardware, catalog
 from gpuwatch.plan.layouts import GPU_COUNTS, Config, Estimates, Layout, evaluate
@@ -43,10 +43,7 @@ class PlanInput:
     @property
     def eff(self) -> Efficiency:
         """The efficiency asked for, else the default for the model's family."""
-        if self.efficiency is not None:
-            return self.efficiency
-        f = family(self.spec)
-        return Efficiency(compute=f.compute, source=f"the default for a {f.name}: {f.source}")
+        return self.efficiency or default_efficiency(self.spec)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from gpuwatch.budget.estimator import Estimate
 from gpuwatch.budget.precision import get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.plan.comm import CommPart, Links, comm_parts, ring
-from gpuwatch.plan.efficiency import DEFAULT_BANDWIDTH_EFFICIENCY, FP8_FACTOR
+from gpuwatch.plan.efficiency import Efficiency
 from gpuwatch.plan.flops import (
     micro_step,
     optimizer_bytes,
@@ -33,20 +33,6 @@ from gpuwatch.plan.hardware import Hardware
 
 __all__ = ["Efficiency", "StepTime", "comm_bytes", "link_for", "offload_bytes", "ring",
            "step_time"]
-
-DEFAULT_TRAIN_EFFICIENCY = 0.5  # of the dense peak: large transformer training reaches 40–60 %
-DEFAULT_INFER_EFFICIENCY = 0.5
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """The fraction of the data-sheet peaks real kernels reach (measured, or assumed)."""
-
-    compute: float = DEFAULT_TRAIN_EFFICIENCY
-    bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
-    source: str = "the default: large matmuls reach 40–60 % of the dense peak"
-    fp8_factor: float = FP8_FACTOR  # FP8 matmuls: this share of ``compute``, of the FP8 peak
-
 
 @dataclass(frozen=True)
 class StepTime:
