@@ -116,8 +116,9 @@ def make_plan(request: PlanInput, prices: PriceBook | None) -> Plan:
     beyond: dict[str, int | None] = {}
     impossible: dict[str, str] = {}
     for hw in hardware:
-        if any(c.fits for c in configs if c.hardware is hw):
-            continue
+        mine = [c for c in configs if c.hardware is hw]
+        if any(c.fits for c in mine) or all(c.note for c in mine):
+            continue  # it runs, or only the batch is too small (each note says so)
         found = fewest_gpus(request.spec, cache, hw, eff, max(request.counts), net)
         beyond[hw.name] = None if found is None else found.gpus
         if found is None:

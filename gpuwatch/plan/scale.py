@@ -84,9 +84,9 @@ def why_not(spec: ModelSpec, cache: Estimates, hw: Hardware) -> str:
         if small is not None:
             break
     total = global_batch(cache.workload, cache.setup)
-    if small is None:
-        return (f"a global batch of {total} cannot spread over {MAX_GPUS:,} GPUs: raise "
-                "--batch or --grad-accum")
+    if small is None or small[1].total_bytes <= hw.gpu.memory_bytes:
+        return (f"a global batch of {total} leaves data-parallel replicas without a sample "
+                "at the counts that would hold it: raise --batch or --grad-accum")
     layout, est = small
     b = est.breakdown
     parts = {"activations": b.activations, "weights": b.parameters,

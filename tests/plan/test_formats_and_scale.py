@@ -151,3 +151,11 @@ def test_a_model_that_fits_beyond_one_node_is_planned_there_not_called_impossibl
 def test_layout_text_names_every_dimension():
     text = Layout(4, 8, 1, pp=2, cp=2, checkpointing="full").describe()
     assert text == "TP 8 × PP 2 × CP 2 × DP 4 ZeRO-1, full recompute"
+
+
+def test_a_batch_too_small_for_the_count_is_not_called_impossible():
+    plan = make_plan(PlanInput(lookup_model("gpt2"), Workload("train", 1, 512), Setup(),
+                               gpus=("H100-80GB",), counts=(16384,)), None)
+    (config,) = plan.configs
+    assert not config.fits and "global batch of 1" in config.note
+    assert plan.beyond_node == {} and plan.impossible == {}
