@@ -90,6 +90,11 @@ class StepTime:
                  "communication": self.exposed_s, "offload": self.offload_s}
         return max(parts, key=lambda k: parts[k])
 
+    def part_times(self) -> list[tuple[str, float, float]]:
+        """Each kind of traffic: (kind, its time, the part of it left exposed)."""
+        links = Links(self.link_bytes_per_s, self.network_bytes_per_s or self.link_bytes_per_s)
+        return [(x.kind, links.time(x), links.exposed(x)) for x in self.parts]
+
     def over_link(self, link_bytes_per_s: float) -> StepTime:
         """The same step with the node's traffic over another link (a PCIe-only node)."""
         if not self.parts:

@@ -75,6 +75,21 @@ def _table(plan: Plan, configs: list[Config]) -> list[str]:
     return lines
 
 
+def _overlap(configs: list[Config]) -> list[str]:
+    """What the fastest configuration with communication hides and what it cannot."""
+    c = next((c for c in configs if c.step is not None and c.step.comm_s > 0), None)
+    if c is None or c.step is None:
+        return []
+    parts = c.step.part_times()
+    hidden = [f"{kind} {seconds(t - e)}" for kind, t, e in parts if t - e > 1e-9]
+    exposed = [f"{kind} {seconds(e)}" for kind, _, e in parts if e > 1e-9]
+    line = (f"Communication on {c.gpus}× {c.hardware.name}: {seconds(c.step.comm_s)} a step, "
+            f"{seconds(c.step.hidden_s)} hidden behind compute")
+    line += f" ({'; '.join(hidden)})" if hidden else ""
+    line += f"; exposed: {'; '.join(exposed)}." if exposed else "; none exposed."
+    return [line]
+
+
 def _folded(plan: Plan) -> list[str]:
     """One line per GPU type with counts that do not fit, and why."""
     lines = []
@@ -147,7 +162,9 @@ def render(plan: Plan, sort: str = "time") -> str:
     configs = plan.sorted_configs(sort)
     fitting = [c for c in configs if c.fits]
     if fitting:
-        lines += [f"Fits ({len(fitting)} configurations, by {sort}):", *_table(plan, fitting)]
+        what = "configuration" if len(fitting) == 1 else "configurations"
+        lines += [f"Fits ({len(fitting)} {what}, by {sort}):", *_table(plan, fitting),
+                  *_overlap(fitting)]
     else:
         lines.append("Nothing fits.")
     folded = _folded(plan)

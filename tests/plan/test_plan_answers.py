@@ -193,3 +193,13 @@ def test_the_json_keeps_every_field_it_had(capsys):
     assert {"dp", "tp", "zero", "text"} <= set(fitting[0]["layout"])
     assert all(OLD_KEYS["options"] <= set(o) for o in doc["cloud"]["options"])
     assert {"gpu", "min_gpus_zero3"} <= set(doc["beyond_one_node"][0])
+
+
+def test_the_text_says_what_communication_hides_and_what_it_cannot(capsys):
+    code, out, _ = run(capsys, "plan", "--model", "llama-3.1-70b", "--batch", "128", "--seq",
+                       "8192", "--precision", "fp8", "--gpus", "64", "--gpu", "H100",
+                       "--no-prices")
+    assert code == 0 and "Fits (1 configuration, by time)" in out
+    line = next(x for x in out.splitlines() if x.startswith("Communication on 64× H100-80GB"))
+    assert "hidden behind compute" in line and "exposed: " in line
+    assert "tensor-parallel all-reduces" in line.split("exposed: ")[1]
