@@ -66,7 +66,8 @@ def _efficiency(args: argparse.Namespace, preset: Any, spec: Any) -> Any:
                           "--efficiency")
     if preset is not None:
         return Efficiency(preset.efficiency, bandwidth,
-                          f"the {preset.name} preset: {preset.efficiency_source}")
+                          f"the {preset.name} preset: {preset.efficiency_source}",
+                          cuda_cores=default_efficiency(spec).cuda_cores)
     if args.bandwidth_efficiency is None:
         return None
     return default_efficiency(spec, bandwidth)

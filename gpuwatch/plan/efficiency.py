@@ -11,10 +11,13 @@ is wrong by 3× for CNNs, so the default follows the model:
   matmuls (BERT-large's 1,024 × 4,096) fill fewer tensor-core tiles, and the
   elementwise, normalisation and attention kernels, which a matmul count does not
   see, take a larger share of the step.
-* **CNNs** (convolutional networks without attention): 17 %. MLPerf Training v3.0
-  ResNet-50 on 8× H100 (ID 3.0-2053) runs at about 170 TFLOP/s per GPU of 989;
-  NVIDIA's DeepLearningExamples ResNet-50 on A100 in TF32 and AMP sits at 15–20 % of
-  the matching peak: small channel counts, batch norm and elementwise kernels.
+* **CNNs** (convolutional networks without attention): 17 % of a tensor-core peak.
+  MLPerf Training v3.0 ResNet-50 on 8× H100 (ID 3.0-2053) runs at about 170 TFLOP/s
+  per GPU of 989; NVIDIA's DeepLearningExamples ResNet-50 on A100 in TF32 and AMP sits
+  at 15–20 % of the matching peak: small channel counts, batch norm and elementwise
+  kernels starve the tensor cores. In plain fp32 on CUDA cores (Volta, Turing), where
+  the convolutions themselves take most of the step, 50 % (ResNet-50 on V100 in fp32:
+  roughly 350–400 images/s in NVIDIA's tables, 55–60 % of 15.7 TFLOP/s).
 * **FP8 matmuls** reach 80 % of that fraction of the FP8 peak (the ``fp8_factor``):
   Transformer Engine's FP8 GEMMs run 1.5–1.7× faster than bf16 ones on H100, not the
   data sheet's 2×: the casts, amax reductions and scaling kernels sit beside every FP8
@@ -44,6 +47,7 @@ class Efficiency:
     bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
     source: str = "the default: large matmuls reach 40–60 % of the dense peak"
     fp8_factor: float = FP8_FACTOR  # FP8 matmuls: this share of ``compute``, of the FP8 peak
+    cuda_cores: float | None = None  # plain fp32 on CUDA cores, where it differs (CNNs)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class Family:
     name: str
     compute: float
     source: str
+    cuda_cores: float | None = None
 
 
 LARGE = Family("large transformer", 0.5,
@@ -64,7 +69,8 @@ SMALL = Family("transformer, hidden < 1,024", 0.35,
                "kernels take a large share")
 CNN = Family("CNN", 0.17,
              "CNNs: MLPerf Training v3.0 ResNet-50 on 8× H100 (ID 3.0-2053) ≈ 170 TFLOP/s "
-             "per GPU of 989; ResNet-50 on A100 in TF32 and AMP 15–20 %")
+             "per GPU of 989; ResNet-50 on A100 in TF32 and AMP 15–20 %; in plain fp32 on "
+             "CUDA cores 50 % (ResNet-50 on V100: roughly 350–400 images/s)", 0.5)
 DIFFUSION = Family("diffusion UNet", 0.5,
                    "assumed for UNets: large convolutions and attention at 50 %")
 
@@ -84,4 +90,5 @@ def default_efficiency(spec: ModelSpec,
                        bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY) -> Efficiency:
     """The efficiency for ``spec``'s kind of model, naming its source."""
     f = family(spec)
-    return Efficiency(f.compute, bandwidth, f"the default for a {f.name}: {f.source}")
+    return Efficiency(f.compute, bandwidth, f"the default for a {f.name}: {f.source}",
+                      cuda_cores=f.cuda_cores)

@@ -170,6 +170,8 @@ def step_time(spec: ModelSpec, est: Estimate, hw: Hardware, accum: int,
     precision = est.setup.precision
     peaks = hw.peaks(precision, convolutions=isinstance(spec, CnnSpec))
     eff = efficiency.compute
+    if peaks.matmul_format.startswith("fp32") and efficiency.cuda_cores is not None:
+        eff = efficiency.cuda_cores  # CUDA cores are not starved the way tensor cores are
     matmul_eff = eff * (efficiency.fp8_factor if peaks.matmul_format == "fp8" else 1.0)
     bytes_s = hw.gpu.bandwidth_bytes_per_s * efficiency.bandwidth
     train = est.workload.mode == "train"

@@ -83,6 +83,14 @@ def test_efficiency_by_kind_of_model():
     plan = make_plan(PlanInput(lookup_model("resnet-50"), Workload("train", 64),
                                Setup(), gpus=("A100-80GB",), counts=(1,)), None)
     assert plan.request.eff.compute == 0.17 and "CNN" in plan.request.eff.source
+    # in plain fp32 on CUDA cores (no TF32 on Volta) a CNN's convolutions run at 50 %
+    spec = lookup_model("resnet-50")
+    est = estimate(spec, Workload("train", 64), Setup(precision="fp32"))
+    v100 = step_time(spec, est, hardware_for("V100-32GB"), 1, plan.request.eff, 1)
+    cnn_flops = v100.flops
+    assert v100.compute_s == pytest.approx(cnn_flops / (15.7e12 * 0.5))
+    a100 = step_time(spec, est, hardware_for("A100-80GB"), 1, plan.request.eff, 1)
+    assert a100.compute_s == pytest.approx(cnn_flops / (156e12 * 0.17))  # TF32, cuDNN
 
 
 def test_layouts_reach_past_one_node_in_whole_nodes():
