@@ -36,12 +36,9 @@ def declare(p: argparse.ArgumentParser) -> None:
                     "the plan to one GPU type. Times are seconds, sizes IEC (GiB = 2³⁰ "
                     "bytes), rates per second.",
         example_lines=[
-            "gpuwatch plan --preset llm-finetuning",
-            "gpuwatch plan --model llama-3.1-8b --batch 4 --seq 4096 --precision "
-            "mixed-bf16 --sort cost",
-            "gpuwatch plan --model resnet-50 --batch 256 --efficiency 25% --prices my.toml --json",
-            "gpuwatch plan --model llama-3.1-70b --batch 4 --grad-accum 64 --seq 8192 "
-            "--precision fp8 --gpus 64,128 --tokens 1T",
+            "gpuwatch plan --preset llm-finetuning --sort cost",
+            "gpuwatch plan --model llama-3.1-70b --batch 128 --seq 8192 --precision fp8 "
+            "--gpus 64,128 --tokens 1T",
             "gpuwatch plan --model llama-3.1-8b --mode infer --batch 32 --seq 1024 "
             "--context 1536 --precision fp8"],
         run="gpuwatch.commands.plan_cmd:run_plan")
@@ -77,7 +74,8 @@ def declare(p: argparse.ArgumentParser) -> None:
                         "NDR / EFA 400 Gb/s per GPU, A100 HDR 200 Gb/s)")
     g.add_argument("--tokens", metavar="N",
                    help="training tokens of the whole job (300B, 2T, 1.5e12), for its "
-                        "wall-clock time and cost on each option")
+                        "wall-clock time and cost on each option (default: none; the data "
+                        "set × --epochs when known)")
     g.add_argument("--epochs", metavar="N",
                    help="epochs over --dataset (default 1 when a data set is known), for "
                         "the job's wall-clock time and cost")
