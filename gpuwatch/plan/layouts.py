@@ -228,8 +228,9 @@ def evaluate(spec: ModelSpec, cache: Estimates, hw: Hardware, gpus: int,
         if base.dp > total:  # a replica with no sample of its own would only repeat work
             too_few = True
             continue
-        for ckpt in ladder:
-            layout = replace(base, checkpointing=ckpt)
+        for ckpt in ladder:  # the setup's own is left implicit: the text names a change
+            layout = replace(base, checkpointing=None if ckpt == cache.setup.checkpointing
+                             else ckpt)
             one = cache.get(layout, 1, 1)
             if one is None:
                 break
