@@ -4,12 +4,14 @@ efficiency by kind of model: hand-checkable cases and invariants."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwatch.budget.catalog import lookup_model
 from gpuwatch.budget.estimator import estimate
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.budget.workload import Setup, Workload
-from gpuwatch.plan.comm import Links, comm_parts
+from gpuwatch.plan.comm import CommPart, Links, comm_parts
 from gpuwatch.plan.efficiency import CNN, LARGE, MEDIUM, family
 from gpuwatch.plan.hardware import SHEETS, hardware_for
 from gpuwatch.plan.layouts import Estimates, Layout, evaluate, layouts
@@ -167,3 +169,30 @@ def test_a_batch_too_small_for_the_count_is_not_called_impossible():
     (config,) = plan.configs
     assert not config.fits and "global batch of 1" in config.note
     assert plan.beyond_node == {} and plan.impossible == {}
+
+
+@given(gpus=st.integers(1, 4096), model=st.sampled_from(["gpt2", "llama-3.1-70b", "bert-large",
+                                                       "resnet-50", "mixtral-8x7b"]),
+       gpu=st.sampled_from(["H100-80GB", "RTX-4090", "MI250X", "A100-80GB-PCIe"]),
+       seq=st.sampled_from([512, 16384, 131072]), train=st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_every_layout_uses_every_gpu_and_keeps_tensor_parallel_inside_a_node(
+        gpus, model, gpu, seq, train):
+    spec = lookup_model(model)
+    hw = hardware_for(gpu)
+    for x in layouts(spec, hw, gpus, train, seq=seq):
+        assert x.gpus == gpus and x.tp <= min(hw.sheet.node, hw.sheet.fast_domain)
+        assert x.pp == 1 or x.zero <= 1
+        assert x.cp == 1 or (train and seq >= 16384 and seq % (2 * x.cp) == 0)
+        assert x.zero == 0 or (train and x.dp > 1)
+
+
+@given(size=st.floats(0, 1e13), hide=st.floats(0, 1e3), floor=st.floats(0, 1e13),
+       calls=st.floats(0, 1e6), inter=st.booleans())
+def test_exposed_communication_is_between_its_floor_and_its_whole_time(size, hide, floor,
+                                                                       calls, inter):
+    links = Links(450e9, 50e9)
+    part = CommPart("x", size, inter, hide, floor, calls)
+    assert 0 <= links.exposed(part) <= links.time(part) + 1e-9
+    if size:
+        assert links.exposed(part) >= min(size, floor) / links.of(part) - 1e-9
