@@ -1,4 +1,12 @@
-"""Time of a plan (every catalog GPU × 1/2/4/8, layouts, cloud fit, levers) per preset,
+"""The planner against published runs, and how long a plan takes.
+
+``python benchmarks/plan.py`` plans each run of tests/plan/data/published.toml at the
+defaults and prints planned / published per run, before (the planner as it was before
+FP8, multi-node layouts and overlap; ``--baseline REF`` picks another revision) and
+after, and how many land within 1.5× (:mod:`benchmarks.plan_published`).
+
+``python benchmarks/plan.py --speed``: time of a plan (every catalog GPU × 1/2/4/8,
+layouts, cloud fit, levers) per preset,
 against one budget estimate of the same setup (the baseline, measured in the same run),
 and what caching the estimates across GPUs saves.
 
@@ -10,9 +18,11 @@ thread; this says how long the user waits for it.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from gpuwatch.budget.catalog import lookup_model
@@ -42,7 +52,12 @@ def timed(fn: Callable[[], Any], runs: int) -> float:
     return (time.perf_counter() - t0) / runs * 1000
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    if "--speed" not in argv:
+        from benchmarks.plan_published import main as published
+
+        published(argv)
+        return
     book = read_prices()
     cases = {name: (p.model, p.workload, p.setup) for name, p in PRESETS.items()} | EXTRA
     print(f"{'case':<30}{'estimate':>10}{'plan':>10}{'ratio':>8}{'estimates':>11}"
@@ -71,5 +86,7 @@ def row(name: str, spec: ModelSpec, wl: Workload, setup: Setup, book: PriceBook)
     return (f"{name:<30}{one:>8.2f}ms{plan_ms:>8.1f}ms{plan_ms / one:>7.0f}×{count:>11}"
             f"{naive:>8.0f}ms{naive / plan_ms:>6.1f}×")
 
+
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main(sys.argv[1:])

@@ -2,7 +2,9 @@
 
 Memory is the data sheet's size; GPU memory chips are binary-sized, so a "24 GB"
 card holds 24 GiB, of which the driver reserves a little (``gpuwatch snapshot``
-shows your card's total). Bandwidths are the data sheets' figures in bytes per second.
+shows your card's total). Bandwidths are the data sheets' figures in bytes per second:
+A100 80GB SXM4 2,039 GB/s and PCIe 1,935 GB/s (NVIDIA A100 data sheet, 2021); H100 SXM5
+3.35 TB/s and PCIe 2.0 TB/s (NVIDIA H100 data sheet, 2023).
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ GPUS: tuple[GpuInfo, ...] = (
     GpuInfo("RTX-5090", 32 * GIB, int(1.792 * TB_S)),
     GpuInfo("A100-40GB", 40 * GIB, int(1.555 * TB_S)),
     GpuInfo("L40S", 48 * GIB, int(0.864 * TB_S)),
-    GpuInfo("A100-80GB", 80 * GIB, int(2.039 * TB_S)),
-    GpuInfo("H100-80GB", 80 * GIB, int(3.35 * TB_S)),
+    GpuInfo("A100-80GB", 80 * GIB, int(2.039 * TB_S)),  # SXM4
+    GpuInfo("A100-80GB-PCIe", 80 * GIB, int(1.935 * TB_S)),
+    GpuInfo("H100-80GB", 80 * GIB, int(3.35 * TB_S)),  # SXM5
+    GpuInfo("H100-PCIe", 80 * GIB, int(2.0 * TB_S)),
     GpuInfo("MI250X", 128 * GIB, int(3.2768 * TB_S), "AMD"),
     GpuInfo("H200", 141 * GIB, int(4.8 * TB_S)),
     GpuInfo("MI300X", 192 * GIB, int(5.3 * TB_S), "AMD"),
@@ -49,6 +53,12 @@ _ALIASES = {
     "3090": "RTX-3090",
     "5090": "RTX-5090",
     "H100-SXM": "H100-80GB",
+    "H100-SXM5": "H100-80GB",
+    "H100-SXM5-80GB": "H100-80GB",
+    # both H100s hold 80 GB; the SXM part is what "H100" means in clouds and papers
+    "H100": "H100-80GB",
+    "A100-SXM4-80GB": "A100-80GB",
+    "A100-PCIE-80GB": "A100-80GB-PCIe",
 }
 
 

@@ -9,12 +9,25 @@ fp32          4        4      8 (m, v)                       16
 amp-*         4        4      8                              16
 mixed-*       2        2      12 (fp32 master 4 + m 4 + v 4)  16
 bf16 / fp16   2        2      4 (m, v in 16 bits)             8
+fp8           2 + 1    2      12 (fp32 master 4 + m 4 + v 4)  17
+tf32          4        4      8 (m, v)                       16
 ============  =======  =====  =============================  =====
 
 ``amp`` is torch autocast: parameters stay fp32, matmuls run in 16 bits, so the
 activations they save are 16-bit while the residual stream stays fp32. ``int8`` and
 ``int4`` store the block weights quantized (embeddings and norms stay 16-bit) and
 compute in bf16; they train only through LoRA adapters.
+
+``fp8`` is Transformer Engine's recipe as Megatron-LM and NeMo run it: the matmuls of the
+blocks run in FP8 (E4M3 forward, E5M2 gradients, per-tensor scales), everything else in
+bf16. The weights stay bf16 with fp32 master copies; each block matmul weight also keeps
+the FP8 copy TE casts once per step and reuses across micro-batches (1 B per weight).
+Activations are counted at 2 B: TE saves the FP8 input of each linear layer, but
+attention, norms and the residual stream keep bf16, so 2 B is the safe side.
+``tf32`` is fp32 storage with matmuls and convolutions on TF32 tensor cores (Ampere and
+later: ``torch.backends.cuda.matmul.allow_tf32 = True``; cuDNN convolutions allow TF32
+by default). ``fp8-weights`` is how inference engines (TensorRT-LLM, vLLM) keep an FP8
+model: 1 B per block weight and nothing else, so like int8 it trains only through LoRA.
 """
 
 from __future__ import annotations
@@ -94,6 +107,41 @@ PRECISIONS: dict[str, Precision] = {
         ),
         Precision("bf16", 2, 2, 2, 0, 2, 2, 2, "everything bf16, optimizer states included"),
         Precision("fp16", 2, 2, 2, 0, 2, 2, 2, "everything fp16, optimizer states included"),
+        Precision(
+            "fp8",
+            3,
+            2,
+            2,
+            4,
+            4,
+            2,
+            2,
+            "Transformer Engine FP8: block matmuls in FP8, the rest bf16; bf16 weights "
+            "with their cached FP8 copy, fp32 master weights and optimizer states",
+        ),
+        Precision(
+            "tf32",
+            4,
+            4,
+            4,
+            0,
+            4,
+            4,
+            4,
+            "fp32 storage, matmuls and convolutions on TF32 tensor cores (Ampere and later)",
+        ),
+        Precision(
+            "fp8-weights",
+            1.0,
+            2,
+            2,
+            0,
+            4,
+            2,
+            2,
+            "FP8 block weights with per-tensor scales, FP8 matmuls (inference engines: "
+            "TensorRT-LLM, vLLM)",
+        ),
         Precision("int8", 1.0, 2, 2, 0, 4, 2, 2, "int8 block weights, bf16 compute"),
         Precision(
             "int4",

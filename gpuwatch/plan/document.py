@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.core.units import format_bytes
+from gpuwatch.plan import answers
 from gpuwatch.plan.cloud import CloudFit
 from gpuwatch.plan.hardware import Hardware
 from gpuwatch.plan.layouts import Config, global_batch
@@ -16,12 +17,14 @@ from gpuwatch.plan.roofline import StepTime
 SCHEMA = "gpuwatch.plan/1"
 
 IGNORES = (
-    "kernel efficiency beyond the one efficiency figure (small matmuls, elementwise and "
-    "normalisation kernels, launch gaps)",
-    "overlap of communication with compute (communication is added in full)",
+    "kernel efficiency beyond the efficiency figure of the model's kind (small matmuls, "
+    "elementwise and normalisation kernels, launch gaps)",
+    "overlap beyond what frameworks do by default (gradient buckets behind the backward "
+    "pass, prefetched ZeRO-3 gathers, ring attention; tensor-parallel all-reduces and "
+    "pipeline sends stay exposed)",
     "the data loader, host-to-device copies and the CPU side of the optimizer",
-    "pipeline bubbles (pipeline parallelism is not planned), stragglers and thermal "
-    "throttling",
+    "pipeline schedules other than Megatron's interleaved 1F1B with two-layer chunks, "
+    "stragglers, failures and thermal throttling",
     "traffic beyond the minimum: each tensor is counted as crossing the memory bus "
     "once per use",
 )
@@ -37,14 +40,24 @@ def _step(s: StepTime | None) -> dict[str, Any] | None:
             "link_bytes_per_s": int(s.link_bytes_per_s),
             "offload_s": s.offload_s, "offload_bytes": int(s.offload_bytes),
             "prefill_s": s.prefill_s,
-            "compute_format": s.precision_format}
+            "compute_format": s.precision_format,
+            "communication_exposed_s": s.exposed_s,
+            "communication_hidden_s": s.hidden_s,
+            "pipeline_bubble_s": s.bubble_s,
+            "pipeline_virtual_stages": s.virtual,
+            "network_bytes_per_s": int(s.network_bytes_per_s),
+            "communication_parts": [{"kind": x.kind, "bytes": int(x.bytes),
+                                     "inter_node": x.inter_node} for x in s.parts]}
 
 
-def _config(c: Config) -> dict[str, Any]:
+def _config(c: Config, plan: Plan) -> dict[str, Any]:
+    infer = plan.request.workload.mode == "infer"
     return {
-        "gpu": c.hardware.name, "gpus": c.gpus, "fits": c.fits,
+        "gpu": c.hardware.name, "gpus": c.gpus, "nodes": c.nodes, "fits": c.fits,
         "layout": None if c.layout is None else {
             "dp": c.layout.dp, "tp": c.layout.tp, "zero": c.layout.zero,
+            "pp": c.layout.pp, "cp": c.layout.cp,
+            "checkpointing": c.layout.checkpointing or plan.request.setup.checkpointing,
             "text": c.layout.describe()},
         "max_micro_batch": c.max_micro_batch, "micro_batch": c.micro_batch or None,
         "grad_accum": c.grad_accum or None, "peak_bytes": c.peak_bytes,
@@ -52,11 +65,17 @@ def _config(c: Config) -> dict[str, Any]:
         "samples_per_s_per_gpu": c.samples_per_s_per_gpu,
         "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu,
         "note": c.note or None,
+        "job_s": answers.job_s(c, plan.request.job_samples),
+        "time_to_first_token_s": answers.time_to_first_token_s(c) if infer else None,
+        "tokens_per_s_per_user": answers.tokens_per_s_per_user(c) if infer else None,
+        "tokens_per_s": answers.tokens_per_s(c) if infer else None,
+        "generation_s": answers.generation_s(c, plan.request.workload) if infer else None,
     }
 
 
-def _cloud(f: CloudFit) -> dict[str, Any]:
+def _cloud(f: CloudFit, plan: Plan) -> dict[str, Any]:
     i = f.instance
+    infer = plan.request.workload.mode == "infer"
     return {"instance": i.name, "provider": i.provider, "gpu": i.gpu,
             "gpus_per_node": i.gpus, "gpus_used": f.config.gpus,
             "interconnect": i.interconnect, "cpu_memory_bytes": i.cpu_memory_bytes,
@@ -64,7 +83,13 @@ def _cloud(f: CloudFit) -> dict[str, Any]:
             "step_s": f.step.total_s, "cost_per_step": f.cost_per_step,
             "spot_cost_per_step": f.spot_cost_per_step,
             "steps_per_epoch": f.steps_per_epoch, "cost_per_epoch": f.cost_per_epoch,
-            "spot_cost_per_epoch": f.spot_cost_per_epoch}
+            "spot_cost_per_epoch": f.spot_cost_per_epoch,
+            "instances": f.instances, "gpus_rented": f.gpus_rented,
+            "on_demand_total_per_hour": f.per_hour,
+            "job_steps": f.job_steps, "job_s": f.job_s, "job_cost": f.job_cost,
+            "spot_job_cost": f.spot_job_cost,
+            "cost_per_million_tokens": answers.cost_per_million_tokens(f, plan.request.workload)
+            if infer else None}
 
 
 def _preset(plan: Plan) -> dict[str, Any] | None:
@@ -125,6 +150,8 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
                        "source": r.efficiency.source},
         "dataset_samples": r.dataset_samples,
         "sort": sort,
+        "network_bytes_per_s": None if r.network_bytes_per_s is None
+        else int(r.network_bytes_per_s),
         "hardware": [{
             "gpu": h.name, "vendor": h.gpu.vendor, "memory_bytes": h.gpu.memory_bytes,
             "bandwidth_bytes_per_s": h.gpu.bandwidth_bytes_per_s,
@@ -134,12 +161,16 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
             "ridge_point_flops_per_byte": h.ridge_point(st.precision),
             "link": h.sheet.link, "link_bytes_per_s": int(h.sheet.link_bytes_per_s),
             "fast_domain_gpus": h.sheet.fast_domain, "source": h.sheet.source,
+            "fp8_peak_flops": h.sheet.fp8_flops, "fp8_source": h.sheet.fp8_source or None,
+            "tf32_peak_flops": h.sheet.tf32_flops, "node_gpus": h.sheet.node,
+            "network": h.sheet.network,
+            "network_bytes_per_s": int(r.network_bytes_per_s or h.sheet.network_bytes_per_s),
         } for h in plan.hardware],
-        "configs": [_config(c) for c in plan.sorted_configs(sort)],
+        "configs": [_config(c, plan) for c in plan.sorted_configs(sort)],
         "cloud": None if book is None else {
             "currency": book.currency, "as_of": book.as_of, "source": book.source,
-            "options": [_cloud(f) for f in plan.cloud],
-            "cheapest": None if plan.cheapest is None else _cloud(plan.cheapest),
+            "options": [_cloud(f, plan) for f in plan.cloud],
+            "cheapest": None if plan.cheapest is None else _cloud(plan.cheapest, plan),
         },
         "spot": None if plan.spot is None else {
             "caveat": plan.spot.caveat, "checkpoint_bytes": plan.spot.checkpoint_bytes,
@@ -150,8 +181,11 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
         "reference": None if plan.reference is None else {
             "gpu": plan.reference.hardware.name, "gpus": plan.reference.gpus},
         "preset": _preset(plan),
-        "beyond_one_node": [{"gpu": name, "min_gpus_zero3": n}
+        "beyond_one_node": [{"gpu": name, "min_gpus_zero3": n, "min_gpus": n,
+                             "reason": plan.impossible.get(name)}
                             for name, n in plan.beyond_node.items()],
+        "job_samples": r.job_samples,
+        "batch_split": batch_split(plan),
         "levers": [{"change": lv.change, "saves_bytes": lv.saves_bytes,
                     "time_delta_s": lv.time_delta_s, "time_ratio": lv.time_ratio,
                     "why": lv.why} for lv in plan.levers],
@@ -165,14 +199,16 @@ def counts_tokens(spec: object) -> bool:
 
 
 def seconds(s: float) -> str:
-    """A duration with its unit: 850 ms, 2.41 s, 3.5 min, 1.2 h."""
+    """A duration with its unit: 850 ms, 2.41 s, 3.5 min, 1.2 h, 34.2 days."""
     if s < 1:
         return f"{s * 1000:.3g} ms"
     if s < 120:
         return f"{s:.3g} s"
     if s < 7200:
         return f"{s / 60:.3g} min"
-    return f"{s / 3600:.3g} h"
+    if s < 3 * 86400:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 86400:,.3g} days" if s < 1000 * 86400 else f"{s / 86400:,.0f} days"
 
 
 def rate(value: float | None) -> str:
@@ -189,75 +225,22 @@ def money(value: float | None, currency: str) -> str:
     return f"{value:.3f} {currency}" if value >= 0.01 else f"{value:.6f} {currency}"
 
 
-def to_text(plan: Plan, sort: str = "time") -> str:
+def batch_split(plan: Plan) -> str:
+    """The global batch, where it comes from, and that each layout re-splits it."""
     r = plan.request
-    wl = r.workload
-    unit = "tokens/s" if counts_tokens(r.spec) else "images/s"
-    lines = [
-        f"{r.spec.name}: {wl.mode}, global batch {global_batch(wl, r.setup):,} "
-        f"({'sequences' if counts_tokens(r.spec) else 'images'}), {r.setup.precision}; "
-        f"efficiency {r.efficiency.compute:.0%} of peak compute, "
-        f"{r.efficiency.bandwidth:.0%} of peak bandwidth",
-        f"efficiency from {r.efficiency.source}",
-        *preset_lines(plan),
-        "",
-        f"{'GPU':<11}{'n':>2}  {'layout':<22}{'fits':<5}{'max mb':>7}{'mb×acc':>9}"
-        f"{'peak/GPU':>11}{'step':>10}  {'bound':<14}{unit + '/GPU':>14}",
-    ]
-    notes: list[str] = []
-    for c in plan.sorted_configs(sort):
-        layout = c.layout.describe() if c.layout else ("batch too small" if c.note else "—")
-        fits = "yes" if c.fits else ("—" if c.note else "no")
-        peak = "—" if c.note else format_bytes(c.peak_bytes)
-        if c.note and c.note not in notes:
-            notes.append(c.note)
-        step = c.step
-        per = c.tokens_per_s_per_gpu if unit == "tokens/s" else c.samples_per_s_per_gpu
-        lines.append(
-            f"{c.hardware.name:<11}{c.gpus:>2}  {layout:<22}{fits:<5}"
-            f"{c.max_micro_batch:>7}{(f'{c.micro_batch}×{c.grad_accum}' if c.fits else '—'):>9}"
-            f"{peak:>11}{(seconds(step.total_s) if step else '—'):>10}  "
-            f"{(step.bound if step else '—'):<14}{rate(per):>14}")
-    lines += [f"batch too small: {note}." for note in notes]
-    if plan.beyond_node:
-        needs = [f"{name} {n}" for name, n in plan.beyond_node.items() if n]
-        never = [name for name, n in plan.beyond_node.items() if not n]
-        if needs:
-            lines.append("Beyond one node (fewest GPUs under ZeRO-3 at micro-batch 1; the "
-                         "network between nodes is not planned): " + ", ".join(needs) + ".")
-        if never:
-            lines.append("Not even 4,096 GPUs under ZeRO-3 hold it on " + ", ".join(never)
-                         + ": what stays on each GPU (activations, the gathered layer) is "
-                           "too big; see the levers (checkpointing, a shorter sequence).")
-    if plan.prices is not None:
-        book = plan.prices
-        lines += ["", f"Cloud ({book.source}, prices as of {book.as_of}, {book.currency}; "
-                      "edit them with --prices FILE):"]
-        for f in plan.cloud[:8]:
-            lines.append(
-                f"  {f.instance.name:<18} {f.config.gpus}×{f.instance.gpu:<10} "
-                f"{money(f.cost_per_step, book.currency):>14}/step  "
-                f"epoch {money(f.cost_per_epoch, book.currency)}"
-                + (f"  (spot {money(f.spot_cost_per_epoch, book.currency)})"
-                   if f.spot_cost_per_epoch is not None else ""))
-        if plan.cheapest is None:
-            lines.append("  no priced instance holds this workload")
-        else:
-            best = plan.cheapest
-            lines.append(f"  cheapest: {best.instance.name} ({best.instance.provider}), "
-                         f"{best.config.gpus}× {best.config.hardware.name}")
-    if plan.spot is not None:
-        sp = plan.spot
-        lines += ["", f"Spot: {sp.caveat}. A checkpoint of {format_bytes(sp.checkpoint_bytes)} "
-                      f"takes about {seconds(sp.write_s)} to write; with an interruption "
-                      f"every {seconds(sp.mean_s_between_interruptions)} on average, "
-                      f"checkpoint every {seconds(sp.interval_s)} (Young's formula)."]
-    if plan.levers and plan.reference is not None:
-        ref = plan.reference
-        lines += ["", f"Levers, cheapest in time first (on {ref.gpus}× {ref.hardware.name}):"]
-        for lv in plan.levers:
-            lines.append(f"  {lv.change:<34} saves {format_bytes(lv.saves_bytes):>10}  "
-                         f"time {lv.time_ratio - 1:+.0%}  {lv.why}")
-    lines += ["", f"Data sheets ({r.setup.precision} peak, dense):", *hardware_lines(plan)]
-    lines += ["", "The roofline ignores: " + "; ".join(IGNORES) + "."]
-    return "\n".join(lines)
+    wl, st = r.workload, r.setup
+    total = global_batch(wl, st)
+    what = "sequences" if counts_tokens(r.spec) else "images"
+    if wl.mode == "infer":
+        return (f"{total:,} {what} decoded at once (--batch {wl.batch} × --dp {st.dp}), "
+                "split over each layout's replicas")
+    return (f"global batch {total:,} {what} per step (--batch {wl.batch} × --grad-accum "
+            f"{wl.grad_accum} × --dp {st.dp}); each layout re-splits it over its "
+            "data-parallel replicas as micro-batch × accumulation (column mb×acc)")
+
+
+def to_text(plan: Plan, sort: str = "time") -> str:
+    """The plan as text (:mod:`gpuwatch.plan.text`)."""
+    from gpuwatch.plan.text import render
+
+    return render(plan, sort)

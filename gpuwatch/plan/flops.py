@@ -43,6 +43,12 @@ class MicroStep:
     bytes_moved: float
     samples: int  # sequences or images
     tokens: int  # tokens processed (decoding: tokens produced); images for CNNs
+    other_flops: float = 0.0  # of ``flops``, what is not a weight matmul (attention)
+
+    @property
+    def matmul_flops(self) -> float:
+        """The weight matmuls and convolutions: what FP8 and TF32 speed up."""
+        return self.flops - self.other_flops
 
 
 def matmul_params(spec: TransformerSpec) -> int:
@@ -108,10 +114,15 @@ def cnn_forward_flops(spec: CnnSpec) -> float:
     return flops
 
 
-def micro_step(spec: ModelSpec, est: Estimate) -> MicroStep:
-    """FLOPs and bytes of one micro-batch of the estimate's workload, on one GPU."""
+def micro_step(spec: ModelSpec, est: Estimate, cp: int = 1) -> MicroStep:
+    """FLOPs and bytes of one micro-batch of the estimate's workload, on one GPU.
+
+    Pipeline stages hold 1/pp of the layers; under context parallelism (``cp`` > 1) the
+    estimate's sequence is this GPU's share, and its queries attend to all ``cp`` shares'
+    keys (attention × cp)."""
     wl, setup, b = est.workload, est.setup, est.breakdown
-    batch, tp = wl.batch, setup.tp
+    batch, tp = wl.batch, setup.tp * setup.pp
+    other = 0.0
     train = wl.mode == "train"
     frozen = setup.lora_rank > 0 or get_precision(setup.precision).quantized
     if isinstance(spec, TransformerSpec):
@@ -119,13 +130,15 @@ def micro_step(spec: ModelSpec, est: Estimate) -> MicroStep:
         s = sequence(spec, est)
         if train:
             dense = 2.0 * n * batch * s
-            attn = attention_flops(spec, batch, s, s)
+            attn = attention_flops(spec, batch, s, s) * cp
             recompute = dense + attn if setup.checkpointing == "full" else (
                 attn if setup.checkpointing == "selective" else 0.0)
+            other = 3 * attn + (attn if setup.checkpointing != "none" else 0.0)
             flops = (dense + attn) + (1 if frozen else 2) * dense + 2 * attn + recompute
             tokens = batch * s
         else:
-            flops = 2.0 * n * batch + attention_flops(spec, batch, 1, wl.kv_context)
+            other = attention_flops(spec, batch, 1, wl.kv_context)
+            flops = 2.0 * n * batch + other
             tokens = batch
     else:
         forward = cnn_forward_flops(spec) * batch
@@ -144,7 +157,7 @@ def micro_step(spec: ModelSpec, est: Estimate) -> MicroStep:
         moved = weights + b.kv_cache
     else:
         moved = weights + 2 * b.activations
-    return MicroStep(flops / tp, float(moved), batch, tokens)
+    return MicroStep(flops / tp, float(moved), batch, tokens, other / tp)
 
 
 def prefill_flops(spec: ModelSpec, est: Estimate) -> float:
@@ -156,7 +169,25 @@ def prefill_flops(spec: ModelSpec, est: Estimate) -> float:
         return 0.0
     s = sequence(spec, est)
     flops = 2.0 * matmul_params(spec) * wl.batch * s + attention_flops(spec, wl.batch, s, s)
-    return flops / est.setup.tp
+    return flops / est.setup.tp / est.setup.pp
+
+
+def prefill_attention_flops(spec: ModelSpec, est: Estimate) -> float:
+    """Of :func:`prefill_flops`, the attention's share (bf16 under FP8)."""
+    if est.workload.mode != "infer" or not isinstance(spec, TransformerSpec):
+        return 0.0
+    s = sequence(spec, est)
+    return attention_flops(spec, est.workload.batch, s, s) / est.setup.tp / est.setup.pp
+
+
+def trainable_params(est: Estimate) -> float:
+    """Parameters the optimizer updates, in the whole model: all of them, or LoRA's
+    adapters (read from the estimate only then: its count is per layout)."""
+    if est.workload.mode != "train":
+        return 0.0
+    if not est.setup.lora_rank:
+        return float(est.params)
+    return est.trainable_params / est.setup.tp * est.setup.pp
 
 
 def optimizer_bytes(est: Estimate) -> float:
@@ -166,5 +197,5 @@ def optimizer_bytes(est: Estimate) -> float:
     if est.workload.mode != "train" or est.setup.offload is not None:
         return 0.0
     b = est.breakdown
-    trained = b.parameters * est.trainable_params / max(1, est.params)  # LoRA: adapters
+    trained = b.parameters * trainable_params(est) / max(1, est.params)  # LoRA: adapters
     return 2.0 * b.optimizer_states + b.gradients + 2.0 * trained

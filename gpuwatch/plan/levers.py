@@ -96,7 +96,24 @@ def lever_costs(spec: ModelSpec, reference: Config, base: Estimate,
         saves = base.total_bytes - est.total_bytes
         if saves <= 0:
             continue
+        cp = reference.layout.cp if reference.layout is not None else 1
+        net = reference.step.network_bytes_per_s or None
         new = step_time(spec, est, hw, wl.grad_accum if wl.mode == "train" else accum,
-                        efficiency, gpus).total_s
+                        efficiency, gpus, cp, net).total_s
         out.append(LeverCost(change, saves, new - old, new / old, why))
     return sorted(out, key=lambda c: (c.time_delta_s, -c.saves_bytes))
+
+
+def memory_levers(spec: ModelSpec, base: Estimate) -> list[LeverCost]:
+    """The levers by what they save alone (no configuration runs to time them on), most
+    first: for a workload that nothing holds yet."""
+    out = []
+    for change, wl, setup, why in _candidates(spec, base.workload, base.setup):
+        try:
+            est = estimate(spec, wl, setup)
+        except BudgetError:
+            continue
+        saves = base.total_bytes - est.total_bytes
+        if saves > 0:
+            out.append(LeverCost(change, saves, 0.0, 1.0, why))
+    return sorted(out, key=lambda c: -c.saves_bytes)

@@ -1,6 +1,8 @@
-"""The plan: every catalog GPU at 1, 2, 4 and 8, their step times, the cloud fit and the
+"""The plan: every catalog GPU at 1, 2, 4 and 8 (and the counts asked for), the fewest
+whole nodes for a GPU no such count holds, their step times, the cloud fit and the
 levers, for one model and setup. Pure computation (no I/O but the price file, read by
-the caller); takes tens of milliseconds, so windows run it off the GUI thread."""
+the caller); takes tens to hundreds of milliseconds, so windows run it off the GUI
+thread."""
 
 from __future__ import annotations
 
@@ -8,18 +10,19 @@ from dataclasses import dataclass, field, replace
 
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.estimator import Estimate, estimate
-from gpuwatch.budget.fit import min_gpus_zero3
 from gpuwatch.budget.solver import max_batch_size
 from gpuwatch.budget.specs import ModelSpec
 from gpuwatch.budget.workload import Setup, Workload
 from gpuwatch.plan.cloud import CloudFit, SpotAdvice, cloud_fits, spot_advice
+from gpuwatch.plan.efficiency import default_efficiency
 from gpuwatch.plan.errors import PlanError
 from gpuwatch.plan.hardware import Hardware, catalog
 from gpuwatch.plan.layouts import GPU_COUNTS, Config, Estimates, Layout, evaluate
-from gpuwatch.plan.levers import LeverCost, lever_costs
+from gpuwatch.plan.levers import LeverCost, lever_costs, memory_levers
 from gpuwatch.plan.presets import Preset
 from gpuwatch.plan.prices import PriceBook
 from gpuwatch.plan.roofline import Efficiency
+from gpuwatch.plan.scale import MAX_GPUS, fewest_gpus, why_not
 
 SORTS = ("time", "cost", "memory")
 
@@ -29,11 +32,18 @@ class PlanInput:
     spec: ModelSpec
     workload: Workload
     setup: Setup
-    efficiency: Efficiency = field(default_factory=Efficiency)
+    efficiency: Efficiency | None = None  # None: the default for the model's family
     dataset_samples: int | None = None
     gpus: tuple[str, ...] = ()  # restrict to these catalog names (empty: all)
     counts: tuple[int, ...] = GPU_COUNTS
     preset: Preset | None = None
+    network_bytes_per_s: float | None = None  # between nodes, per GPU (None: each GPU's)
+    job_samples: float | None = None  # the whole job (dataset × epochs, or tokens / seq)
+
+    @property
+    def eff(self) -> Efficiency:
+        """The efficiency asked for, else the default for the model's family."""
+        return self.efficiency or default_efficiency(self.spec)
 
 
 @dataclass(frozen=True)
@@ -55,11 +65,13 @@ class Plan:
     spot: SpotAdvice | None
     prices: PriceBook | None
     hardware: tuple[Hardware, ...]
-    # GPU name -> the fewest GPUs that hold the model under ZeRO-3 (None: not even 4096),
-    # for the GPUs where no planned count fits; training only
+    # GPU name -> the fewest GPUs (whole nodes) that hold the workload (None: not even
+    # MAX_GPUS), for the GPUs where no asked count fits
     beyond_node: dict[str, int | None] = field(default_factory=dict)
     # a preset's estimate in fp32 and in its recommended regime (empty without a preset)
     regimes: tuple[Regime, ...] = ()
+    # GPU name -> why not even MAX_GPUS hold it
+    impossible: dict[str, str] = field(default_factory=dict)
 
     @property
     def cheapest(self) -> CloudFit | None:
@@ -94,12 +106,28 @@ def _checkpoint_bytes(est: Estimate) -> int:
 
 def make_plan(request: PlanInput, prices: PriceBook | None) -> Plan:
     """The whole plan for ``request``; ``prices`` None leaves out the cloud fit."""
+    request = replace(request, efficiency=request.eff)
+    eff = request.eff
     hardware = tuple(h for h in catalog() if not request.gpus or h.name in request.gpus)
     cache = Estimates(request.spec, request.workload, request.setup)
-    configs = tuple(evaluate(request.spec, cache, hw, n, request.efficiency)
-                    for hw in hardware for n in request.counts)
+    net = request.network_bytes_per_s
+    configs = [evaluate(request.spec, cache, hw, n, eff, net)
+               for hw in hardware for n in request.counts]
+    beyond: dict[str, int | None] = {}
+    impossible: dict[str, str] = {}
+    for hw in hardware:
+        mine = [c for c in configs if c.hardware is hw]
+        if any(c.fits for c in mine) or all(c.note for c in mine):
+            continue  # it runs, or only the batch is too small (each note says so)
+        found = fewest_gpus(request.spec, cache, hw, eff, max(request.counts), net)
+        beyond[hw.name] = None if found is None else found.gpus
+        if found is None:
+            impossible[hw.name] = why_not(request.spec, cache, hw)
+        else:
+            configs.append(found)
     fits = [c for c in configs if c.fits]
-    cloud = tuple(cloud_fits(list(configs), prices, request.dataset_samples)) if prices else ()
+    cloud = tuple(cloud_fits(configs, prices, request.dataset_samples,
+                             request.job_samples)) if prices else ()
     if cloud:
         reference: Config | None = cloud[0].config
     else:
@@ -110,15 +138,18 @@ def make_plan(request: PlanInput, prices: PriceBook | None) -> Plan:
     if reference is not None and reference.layout is not None:
         base = cache.get(reference.layout, reference.micro_batch, reference.grad_accum)
         if base is not None:
-            levers = tuple(lever_costs(request.spec, reference, base, request.efficiency))
+            levers = tuple(lever_costs(request.spec, reference, base, eff))
+    elif impossible:  # nothing runs anywhere: what each lever saves on one GPU
+        one = cache.get(Layout(1, 1, 0), 1, 1)
+        if one is not None:
+            levers = tuple(memory_levers(request.spec, one))
     spot = None
     if prices is not None and request.workload.mode == "train":
         one = cache.get(Layout(1, 1, 0), 1, 1)
         if one is not None:
             spot = spot_advice(_checkpoint_bytes(one), prices)
-    return Plan(request, configs, cloud, reference, levers, spot, prices, hardware,
-                _beyond_node(request, cache, hardware, configs),
-                _regimes(request, reference))
+    return Plan(request, tuple(configs), cloud, reference, levers, spot, prices, hardware,
+                beyond, _regimes(request, reference), impossible)
 
 
 def _regimes(request: PlanInput, reference: Config | None) -> tuple[Regime, ...]:
@@ -142,20 +173,4 @@ def _regimes(request: PlanInput, reference: Config | None) -> tuple[Regime, ...]
     return tuple(out)
 
 
-def _beyond_node(request: PlanInput, cache: Estimates, hardware: tuple[Hardware, ...],
-                 configs: tuple[Config, ...]) -> dict[str, int | None]:
-    """For each GPU no planned count fits: how many it takes under ZeRO-3 at micro-batch
-    1 (the budget's bisection), which means more than one node."""
-    if request.workload.mode != "train":
-        return {}
-    one = cache.get(Layout(1, 1, 0), 1, 1)
-    if one is None:
-        return {}
-    totals: dict[int, int] = {}
-    out: dict[str, int | None] = {}
-    for hw in hardware:
-        if not any(c.fits for c in configs if c.hardware is hw):
-            out[hw.name] = min_gpus_zero3(request.spec, one, hw.gpu.memory_bytes,
-                                          totals=totals)
-    return out
-
+__all__ = ["MAX_GPUS", "SORTS", "Plan", "PlanInput", "Regime", "make_plan"]

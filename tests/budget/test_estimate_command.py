@@ -95,7 +95,7 @@ def test_config_json(tmp_path, capsys):
         (["--model", "gpt2", "--batch=-4"], "--batch"),
         (["--params=-7B"], "--params"),
         (["--model", "gpt2", "--capacity", "lots"], "--capacity"),
-        (["--model", "gpt2", "--precision", "fp8"], "precision"),
+        (["--model", "gpt2", "--precision", "fp6"], "precision"),
         (["--model", "gpt2", "--zero", "5"], "ZeRO"),
         (["--model", "gpt2", "--gpu", "Z9000"], "unknown GPU"),
         (["--model", "llama-2-7b", "--precision", "int4"], "LoRA"),
