@@ -3,7 +3,7 @@ scraper asks), rendered by prometheus_client from the sampler's latest view.
 
 A scrape is rendered once per sample and format (text or OpenMetrics, gzip or not) and
 the bytes are served to every scraper until the next sample, so a burst of scrapes
-costs one rendering; the HTTP side is :mod:`gpuwatch.exporter.http`.
+costs one rendering; the HTTP side is :mod:`gpuwatch.exporter.httpd`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpuwatch.exporter.families import DEFAULT_TOP_PROCESSES, Families
-from gpuwatch.exporter.http import KINDS, Answer, Complaints, HttpServer
+from gpuwatch.exporter.httpd import KINDS, Answer, Complaints, HttpServer
 from gpuwatch.exporter.listen import ListenAddress
 from gpuwatch.exporter.state import ExporterState
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from prometheus_support import start_exporter
 from sim_support import make_scenario, sim_backend
 
-from gpuwatch.exporter import http
-from gpuwatch.exporter.http import Complaints
+from gpuwatch.exporter import httpd
+from gpuwatch.exporter.httpd import Complaints
 from gpuwatch.exporter.listen import ListenAddress
 from gpuwatch.exporter.server import SnapshotCollector, serve_metrics
 from gpuwatch.exporter.state import ExporterState
@@ -140,7 +140,7 @@ def test_a_burst_is_served_from_one_rendering(endpoint: Endpoint) -> None:
 
 
 def test_slowloris_is_cut_and_scrapes_go_on(monkeypatch, endpoint: Endpoint) -> None:
-    monkeypatch.setattr(http, "REQUEST_S", 0.6)
+    monkeypatch.setattr(httpd, "REQUEST_S", 0.6)
     slow = [socket.create_connection(("127.0.0.1", endpoint.port)) for _ in range(50)]
     try:
         end = time.monotonic() + 2.0
