@@ -17,6 +17,8 @@ from hostile_http import (
     silent,
     vector,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwatch.telemetry.prometheus.client import PrometheusClient, QueryFailed
 from gpuwatch.telemetry.prometheus.response import MAX_RESPONSE_BYTES, QueryRefused
@@ -36,12 +38,14 @@ def _fails(server: HostileServer, timeout_s: float = 2.0) -> tuple[str, float]:
     return reason, took
 
 
-def test_a_server_that_drips_trips_the_whole_request_deadline() -> None:
+@pytest.mark.parametrize("every_s, timeout_s", [(0.3, 1.5), (2.0, 3.0)])
+def test_a_server_that_drips_trips_the_whole_request_deadline(every_s: float,
+                                                              timeout_s: float) -> None:
     # each byte arrives well within a per-read timeout; the whole answer never does
-    with HostileServer(drips(answer("200 OK", OK_BODY), every_s=0.3)) as server:
-        reason, took = _fails(server, timeout_s=1.5)
-    assert "no complete answer within 1.5 s" in reason
-    assert took < 1.5 + 1.0          # the deadline, plus one drip at most
+    with HostileServer(drips(answer("200 OK", OK_BODY), every_s=every_s)) as server:
+        reason, took = _fails(server, timeout_s=timeout_s)
+    assert f"no complete answer within {timeout_s:g} s" in reason
+    assert took < timeout_s + 1.0    # the deadline, and no more than the last wait
 
 
 def test_a_silent_server_is_cut_at_the_deadline() -> None:
@@ -123,3 +127,31 @@ def test_values_out_of_range_are_unknown_and_named() -> None:
     assert [s.value for s in series] == [None, 2048.0, None]
     assert client.problems == ["DCGM_FI_DEV_FB_USED{gpu=0}: 1e308 is beyond ±2**60",
                                "DCGM_FI_DEV_FB_RESERVED{gpu=0}: -1e300 is beyond ±2**60"]
+
+
+status_lines = st.sampled_from([b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 400 x\r\n",
+                                b"HTTP/1.0 302 \x1b\r\n", b"HTTP/1.1 999 ?\r\n",
+                                b"HTTP/2 200\r\n", b"", b"\r\n"])
+header_lines = st.lists(st.sampled_from([
+    b"Content-Length: 5\r\n", b"Content-Length: -1\r\n", b"Content-Length: \xd9\xa1\r\n",
+    b"Transfer-Encoding: chunked\r\n", b"Location: \x1b]0;x\x07\r\n", b"X: \xff\r\n",
+    b"Content-Type: application/json\r\n", b"no colon\r\n", b" folded\r\n"]), max_size=6)
+
+
+@settings(max_examples=30)
+@given(status_lines, header_lines, st.booleans(), st.binary(max_size=200))
+def test_any_answer_is_series_or_one_reason(status: bytes, headers: list[bytes], end: bool,
+                                            body: bytes) -> None:
+    raw = status + b"".join(headers) + (b"\r\n" if end else b"") + body
+    with HostileServer(sends(raw), lifetime_s=10) as server:
+        client = PrometheusClient(server.url, 2.0)
+        try:
+            series = client.query("up")
+        except QueryRefused as exc:
+            text = str(exc)
+        except QueryFailed as exc:
+            text = exc.reason
+        else:
+            assert isinstance(series, list)
+            return
+    assert text and "\n" not in text and "\x1b" not in text and "\x07" not in text

@@ -92,14 +92,18 @@ class _DeadlineSocket(socket.socket):
 
 
 class _DeadlineSSLSocket(ssl.SSLSocket):
-    deadline: _Deadline
+    """The same over TLS (the handshake is bounded by the timeout set at connect)."""
+
+    deadline: _Deadline | None = None
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        self.settimeout(self.deadline.left())
+        if self.deadline is not None:
+            self.settimeout(self.deadline.left())
         return super().recv_into(buffer, nbytes, flags)
 
     def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
-        self.settimeout(self.deadline.left())
+        if self.deadline is not None:
+            self.settimeout(self.deadline.left())
         return super().recv(buflen, flags)
 
 
