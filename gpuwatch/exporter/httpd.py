@@ -393,7 +393,8 @@ def _parse(head: bytes) -> tuple[str, str, dict[str, str], bool]:
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
+        if not sep or not name or name != name.strip() \
+                or "\n" in line or "\r" in line or "\0" in line:    # no smuggled lines
             raise _Refusal(400, "a malformed header line")
         headers[name.lower()] = value.strip()
     connection = headers.get("connection", "").lower()

@@ -104,6 +104,8 @@ def test_resets_are_counted_and_said_once(endpoint: Endpoint) -> None:
     (b"GET /metrics HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", b"413"),
     (b"POST /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"501"),
     (b"GET /metrics HTTP/1.1\r\n bad: folded\r\n\r\n", b"400"),
+    (b"GET /metrics HTTP/1.1\r\nAccept: text/plain;version=1.0.0\nX-Injected: 1\r\n\r\n",
+     b"400"),
 ])
 def test_bad_requests_are_refused_counted_and_said_once(endpoint: Endpoint,
                                                         request_bytes: bytes,
