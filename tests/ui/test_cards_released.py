@@ -24,3 +24,16 @@ def test_cards_and_history_follow_the_listed_gpus(qtbot, open_sim) -> None:
         history.append(shown)
         view.update_snapshot(shown, "iec", Thresholds(), {})
         assert sorted(view.cards) == sorted(history.gpus) == list(listed)
+
+
+def test_the_window_lets_go_of_gpus_no_longer_listed(make_window, open_sim) -> None:
+    backend = open_sim(make_scenario(gpus=[{"name": "A", "memory_total": "80GiB"}] * 3))
+    window = make_window()
+    snap = backend.sample()
+    for step, listed in enumerate(((0, 1, 2), (0, 2), (2,), (1, 2))):
+        shown = replace(snap, timestamp_s=snap.timestamp_s + step,
+                        gpus=tuple(g for g in snap.gpus if g.index in listed))
+        window.on_snapshot(shown)
+        window.plots.refresh(force=True)
+        assert sorted(window.cards.cards) == sorted(window.history.gpus) == list(listed)
+        assert sorted(window.plots._mem_curves) == list(listed)    # no line holds old rows
