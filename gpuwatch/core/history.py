@@ -126,7 +126,18 @@ class History:
                 values += [p.used_bytes for p in g.processes]
         self.processes.append(t, listing, values, lambda: {
             (g.index, p.pid): p.started_at_s for g in snapshot.gpus for p in g.processes})
+        if len(self.gpus) > len(snapshot.gpus):
+            self._release({g.index for g in snapshot.gpus})
         self.latest = self._appended = snapshot
+
+    def _release(self, listed: set[int]) -> None:
+        """Free the rows of GPUs the source no longer lists. A local GPU is listed for
+        as long as the program runs (a lost one too); a Prometheus source stops listing
+        a GPU whose host has been gone for long, so hosts that come back under new
+        names do not hold a day of rows each for ever."""
+        for index in [i for i in self.gpus if i not in listed]:
+            del self.gpus[index]
+            self._runs.pop(index, None)
 
     def extend(self, snapshots: Iterable[Snapshot]) -> None:
         for s in snapshots:

@@ -21,14 +21,20 @@ Parsing is strict: anything malformed is rejected with a reason, never half-read
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpuwatch.core.hints import AllocatorStats
+from gpuwatch.core.units import MAX_SIZE_BYTES, shown
 
 PROBE_SCHEMA = "gpuwatch.probe/1"
 MAX_PROBE_BYTES = 256 * 1024
+# Every number in a probe document is bounded where it is read, so none can overflow a
+# float, a SQLite integer or an exposition line downstream: byte counts and counters up
+# to 1 EiB (2**60), times from the epoch to the year 5138, pids as Linux allows (2**22).
+MAX_PROBE_INT = MAX_SIZE_BYTES
+MAX_PROBE_TIME_S = 1e11
+MAX_PID = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -126,9 +132,20 @@ def _int(d: dict, key: str, where: str) -> int | None:
     v = d.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ProbeFormatError(f"{where}{key} must be a whole number of at least 0")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_PROBE_INT:
+        raise ProbeFormatError(f"{where}{key} must be a whole number from 0 to 2**60"
+                               + (f", not {shown(v)}" if isinstance(v, int) else ""))
     return v
+
+
+def _time(d: dict, key: str, where: str) -> float | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) \
+            or not 0 <= v <= MAX_PROBE_TIME_S:          # NaN fails too
+        raise ProbeFormatError(f"{where}{key} must be a Unix time in seconds")
+    return float(v)
 
 
 def _str(d: dict, key: str, where: str) -> str | None:
@@ -151,8 +168,9 @@ def _table(d: dict, key: str) -> dict | None:
 
 def _strings(d: dict, key: str) -> tuple[str, ...]:
     v = d.get(key, [])
-    if not isinstance(v, list) or len(v) > 64 or not all(isinstance(s, str) for s in v):
-        raise ProbeFormatError(f"{key} must be a list of strings")
+    if not isinstance(v, list) or len(v) > 64 \
+            or not all(isinstance(s, str) and len(s) <= 200 for s in v):
+        raise ProbeFormatError(f"{key} must be a list of at most 64 short strings")
     return tuple(v)
 
 
@@ -164,18 +182,19 @@ def parse_probe_report(doc: Any) -> ProbeReport:
     pid = _int(doc, "pid", "")
     if not pid:
         raise ProbeFormatError("pid must be a positive whole number")
-    published = doc.get("published_at_s")
-    if isinstance(published, bool) or not isinstance(published, int | float) \
-            or not math.isfinite(published):
-        raise ProbeFormatError("published_at_s must be a number")
+    if pid > MAX_PID:
+        raise ProbeFormatError(f"pid must be at most {MAX_PID}")
+    published = _time(doc, "published_at_s", "")
+    if published is None:
+        raise ProbeFormatError("published_at_s must be a Unix time in seconds")
     model = optimizer = allocator = None
     if (m := _table(doc, "model")) is not None:
         by_dtype = m.get("parameter_bytes_by_dtype") or {}
-        if not isinstance(by_dtype, dict) or not all(
-                isinstance(k, str) and isinstance(v, int) and v >= 0
-                for k, v in by_dtype.items()):
-            raise ProbeFormatError("model.parameter_bytes_by_dtype must map dtype names "
-                                   "to byte counts")
+        if not isinstance(by_dtype, dict) or len(by_dtype) > 64 or not all(
+                isinstance(k, str) and len(k) <= 64 and type(v) is int
+                and 0 <= v <= MAX_PROBE_INT for k, v in by_dtype.items()):
+            raise ProbeFormatError("model.parameter_bytes_by_dtype must map at most 64 "
+                                   "dtype names to byte counts from 0 to 2**60")
         model = ModelFacts(_str(m, "class", "model."), _int(m, "parameters", "model."),
                            _int(m, "trainable_parameters", "model."),
                            _int(m, "parameter_bytes", "model."), dict(by_dtype),
@@ -188,7 +207,7 @@ def parse_probe_report(doc: Any) -> ProbeReport:
     if (a := _table(doc, "allocator")) is not None:
         allocator = AllocatorFacts(**{f: _int(a, f, "allocator.")
                                       for f in AllocatorFacts.__dataclass_fields__})
-    return ProbeReport(pid, float(published), _str(doc, "torch_version", ""),
+    return ProbeReport(pid, published, _str(doc, "torch_version", ""),
                        _strings(doc, "devices"), _strings(doc, "device_uuids"),
                        model, optimizer, allocator, _str(doc, "alloc_conf", ""),
                        _adaptive_batch(doc))
@@ -198,17 +217,14 @@ def _adaptive_batch(doc: dict) -> AdaptiveBatchFacts | None:
     if (b := _table(doc, "adaptive_batch")) is None:
         return None
     last = _table(b, "last_change") or {}
-    at = last.get("at_s")
-    if at is not None and (isinstance(at, bool) or not isinstance(at, int | float)
-                           or not math.isfinite(at)):
-        raise ProbeFormatError("adaptive_batch.last_change.at_s must be a number")
+    at = _time(last, "at_s", "adaptive_batch.last_change.")
     reason = _str(last, "reason", "adaptive_batch.last_change.")
     return AdaptiveBatchFacts(
         _int(b, "micro_batch", "adaptive_batch."), _int(b, "grad_accum", "adaptive_batch."),
         _int(b, "effective_batch", "adaptive_batch."), _int(b, "changes", "adaptive_batch."),
         None if reason is None else reason[:40],
         _int(last, "old_micro_batch", "adaptive_batch.last_change."),
-        None if at is None else float(at))
+        at)
 
 
 def probe_report_to_json(r: ProbeReport) -> dict[str, Any]:

@@ -4,7 +4,8 @@
 - :mod:`.budgets`: ``--budget``: estimates (``gpuwatch estimate --json``) linked to processes
 - :mod:`.families`: one snapshot, its hints and budgets -> metric families
 - :mod:`.state`: what the sampler thread last saw, handed to scrapes
-- :mod:`.server`: the HTTP endpoint and the sampler behind it
+- :mod:`.server`: the ``/metrics`` answers, rendered once per sample
+- :mod:`.httpd`: the HTTP/1.1 server under them: one thread, every cost bounded
 
 Only :mod:`.families` and :mod:`.server` import ``prometheus_client`` (an optional extra:
 ``pip install gpuwatch[prometheus]``); importing this package imports nothing.

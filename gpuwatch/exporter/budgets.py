@@ -6,13 +6,16 @@ links do."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from gpuwatch.advisor import LinkedBudget
+from gpuwatch.core.safe_text import clip
+from gpuwatch.core.small_files import SmallFileError, path_text, read_small_file
+from gpuwatch.core.units import MAX_SIZE_BYTES, MAX_SIZE_TEXT, shown
 
 ESTIMATE_SCHEMA = "gpuwatch.estimate/1"
 MAX_ESTIMATE_BYTES = 4 << 20
+MAX_BATCH = 1 << 31
 
 
 class BudgetFileError(ValueError):
@@ -28,34 +31,38 @@ class BudgetRule(NamedTuple):
 
 
 def budget_from_estimate(doc: Any, source: str) -> LinkedBudget:
-    """The linked budget an estimate document describes (its total is the peak)."""
+    """The linked budget an estimate document describes (its total is the peak). The
+    numbers are bounded here: a peak from 1 byte to 1 EiB, a batch from 1 to 2**31."""
     if not isinstance(doc, dict) or doc.get("schema") != ESTIMATE_SCHEMA:
         raise BudgetFileError(f"{source}: not a {ESTIMATE_SCHEMA} document "
                               "(write one with `gpuwatch estimate … --json`)")
     total = doc.get("total_bytes")
-    if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
-        raise BudgetFileError(f"{source}: total_bytes must be a whole number above 0")
+    if type(total) is not int or not 0 < total <= MAX_SIZE_BYTES:
+        raise BudgetFileError(f"{source}: total_bytes must be a whole number from 1 to "
+                              f"{MAX_SIZE_TEXT}, not {shown(total)}")
     inputs = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
     model = inputs.get("model") if isinstance(inputs.get("model"), str) else "estimate"
     batch = inputs.get("batch")
-    batch = batch if isinstance(batch, int) and not isinstance(batch, bool) else None
-    label = model[:80] + (f" · batch {batch}" if batch is not None else "")
+    batch = batch if type(batch) is int and 0 < batch <= MAX_BATCH else None
+    label = clip(model, 80) + (f" · batch {batch}" if batch is not None else "")
     return LinkedBudget(label, total, batch=batch)
 
 
 def parse_budget_rule(text: str) -> BudgetRule:
+    """``PATTERN=FILE``, the file read as every user file is: a regular file only (a
+    FIFO is refused, never waited on), at most MAX_ESTIMATE_BYTES."""
     pattern, sep, path = text.partition("=")
     if not sep or not pattern or not path:
-        raise BudgetFileError(f"{text!r}: write PATTERN=FILE, e.g. train.py=budget.json")
+        raise BudgetFileError(f"{shown(text)}: write PATTERN=FILE, e.g. train.py=budget.json")
+    name = path_text(path)
     try:
-        with Path(path).open("rb") as f:
-            raw = f.read(MAX_ESTIMATE_BYTES + 1)
-    except OSError as exc:
-        raise BudgetFileError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_ESTIMATE_BYTES:
-        raise BudgetFileError(f"{path}: larger than {MAX_ESTIMATE_BYTES >> 20} MiB")
+        raw = read_small_file(path, MAX_ESTIMATE_BYTES)
+    except SmallFileError as exc:
+        raise BudgetFileError(f"{name}: {exc.reason}") from None
     try:
         doc = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise BudgetFileError(f"{path}: not JSON") from None
-    return BudgetRule(pattern, budget_from_estimate(doc, path))
+    except RecursionError:
+        raise BudgetFileError(f"{name}: nests arrays or objects too deeply") from None
+    except ValueError as exc:             # bad JSON, bad UTF-8, an integer of 4,300 digits
+        raise BudgetFileError(f"{name}: not JSON ({clip(str(exc), 80)})") from None
+    return BudgetRule(pattern, budget_from_estimate(doc, name))

@@ -36,7 +36,8 @@ class ListenAddress(NamedTuple):
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    if not (text.isascii() and text.isdigit() and len(text) <= 5) \
+            or not 1 <= int(text) <= 65535:          # "²".isdigit() is True
         raise ListenError(f"the port must be a number from 1 to 65535, got {text!r}")
     return int(text)
 
@@ -45,7 +46,7 @@ def parse_listen(text: str) -> ListenAddress:
     raw = text.strip()
     if not raw:
         raise ListenError("the address is empty")
-    if raw.isdigit():
+    if raw.isascii() and raw.isdigit():
         return ListenAddress("127.0.0.1", _port(raw))
     if raw.startswith("["):
         host, sep, rest = raw[1:].partition("]")

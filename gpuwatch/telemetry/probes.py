@@ -105,6 +105,8 @@ class ProbeDirectory:
                 report = self._parse(folder, entry.name, pid)
             except (OSError, ValueError, ProbeFormatError) as exc:
                 why = f"unreadable: {exc}"
+            except RecursionError:         # nesting 50,000 deep fits under the size cap
+                why = "unreadable: nested too deeply to be a probe document"
         if why is not None:
             self.rejected[pid] = why
         else:

@@ -33,7 +33,8 @@ def test_listen_addresses(text: str, address: ListenAddress, loopback: bool) -> 
 
 
 @pytest.mark.parametrize("text", ["", ":9400", "host", "host:0", "host:65536", "host:x",
-                                  "::1:9400", "[::1]9400", "[nope]:1", "a b:1", "h/x:1"])
+                                  "::1:9400", "[::1]9400", "[nope]:1", "a b:1", "h/x:1",
+                                  "²", "host:²", "host:١٢", "[::1]:٩٤٠٠", "9" * 5000])
 def test_bad_listen_addresses(text: str) -> None:
     with pytest.raises(ListenError):
         parse_listen(text)
@@ -89,7 +90,7 @@ def test_bad_budget_rules(text: str) -> None:
 def test_a_missing_or_foreign_budget_file_is_named(tmp_path: Path, capsys) -> None:
     other = tmp_path / "other.json"
     other.write_text('{"schema": "gpuwatch.snapshot/1"}')
-    for path, problem in ((tmp_path / "none.json", "cannot be read"),
+    for path, problem in ((tmp_path / "none.json", "does not exist"),
                           (other, "not a gpuwatch.estimate/1")):
         code, _, err = run(capsys, "serve", "--demo", "--budget", f"x={path}")
         assert code == 2

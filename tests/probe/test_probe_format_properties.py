@@ -59,3 +59,52 @@ def test_a_document_that_is_not_an_object_is_refused(value):
     except ProbeFormatError:
         return
     raise AssertionError("a non-object was accepted")
+
+
+# --- numbers at the boundary: every one bounded where it is read -------------------
+
+from gpuwatch.core.probe_format import MAX_PROBE_INT  # noqa: E402
+
+huge = st.integers(MAX_PROBE_INT + 1, 10**4000) | st.integers(-10**4000, -1)
+number_fields = st.sampled_from(
+    [("allocator", f) for f in ("allocated_bytes", "reserved_bytes", "inactive_split_bytes",
+                                "num_ooms", "num_alloc_retries")]
+    + [("model", f) for f in ("parameters", "parameter_bytes", "gradient_bytes")]
+    + [("optimizer", "state_bytes"), ("optimizer", "step"), ("adaptive_batch", "changes")])
+
+
+@given(number_fields, huge)
+def test_a_number_out_of_range_is_refused_naming_its_field(field, value):
+    table, key = field
+    try:
+        parse_probe_report(_doc({table: {key: value}}))
+    except ProbeFormatError as exc:
+        assert f"{table}.{key}" in str(exc) and "2**60" in str(exc)
+        assert len(str(exc)) < 200            # a number of 4,000 digits is not repeated
+    else:
+        raise AssertionError(f"{table}.{key} = {value} was accepted")
+
+
+@given(st.one_of(huge, st.floats(allow_nan=True, allow_infinity=True),
+                 st.integers(0, MAX_PROBE_INT)),
+       st.sampled_from(["published_at_s", "pid"]))
+def test_times_and_pids_are_bounded(value, key):
+    try:
+        report = parse_probe_report(_doc({key: value}))
+    except ProbeFormatError as exc:
+        assert key in str(exc)
+        return
+    assert 0 < report.pid <= 1 << 22 and 0 <= report.published_at_s <= 1e11
+
+
+@given(st.dictionaries(st.text(max_size=80), st.integers(-1, 2**70) | json_values,
+                       max_size=80))
+def test_dtype_tables_are_bounded(table):
+    try:
+        report = parse_probe_report(_doc({"model": {"parameter_bytes_by_dtype": table}}))
+    except ProbeFormatError as exc:
+        assert "parameter_bytes_by_dtype" in str(exc)
+        return
+    by_dtype = report.model.parameter_bytes_by_dtype
+    assert len(by_dtype) <= 64
+    assert all(len(k) <= 64 and 0 <= v <= MAX_PROBE_INT for k, v in by_dtype.items())

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from gpuwatch.core.probe_format import AllocatorFacts, ProbeReport
 from gpuwatch.core.safe_text import clip
 from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo, ProcessSample
+from gpuwatch.core.units import MAX_SIZE_BYTES
 from gpuwatch.telemetry.prometheus import names as n
 from gpuwatch.telemetry.prometheus.response import Series
 
@@ -71,7 +72,7 @@ def _shown(text: str) -> str:
 
 
 def _bytes(value: float | None, scale: float = 1.0) -> int | None:
-    if value is None or value < 0:
+    if value is None or not 0 <= value * scale <= MAX_SIZE_BYTES:     # 1e308 MiB: unknown
         return None
     return round(value * scale)
 
@@ -122,6 +123,12 @@ class Assembler:
 
     def __init__(self) -> None:
         self._known: dict[GpuKey, Known] = {}
+        self._next_index = 0          # indices are never reused, even after forget()
+
+    def forget(self, keys: Iterable[GpuKey]) -> None:
+        """Stop listing these GPUs (gone for long): the next build leaves them out."""
+        for key in keys:
+            self._known.pop(key, None)
 
     @property
     def hosts(self) -> list[str]:
@@ -179,8 +186,9 @@ class Assembler:
             gpu = key.gpu
             labels = next(iter(fields.values())).labels
             model = _shown(labels.get(n.MODEL, "").removeprefix("NVIDIA ")) or "GPU"
-            self._known[key] = Known(len(self._known), host, f"{host}/{gpu} · {model}",
+            self._known[key] = Known(self._next_index, host, f"{host}/{gpu} · {model}",
                                      labels.get(n.UUID) or None)
+            self._next_index += 1
 
     def _gpu(self, known: Known, fields: dict[str, Series], t: _Target, gpu: str) -> GpuSample:
         def v(metric: str) -> float | None:
@@ -225,7 +233,7 @@ def _value(fields: dict[str, Series], metric: str) -> float | None:
 def _process(s: Series, gpu_index: int) -> ProcessSample | None:
     labels = s.labels
     pid = labels.get("pid", "")
-    if not pid.isdigit() or not 0 < int(pid) < 1 << 32:
+    if not (pid.isascii() and pid.isdigit() and len(pid) < 11) or not 0 < int(pid) < 1 << 32:
         return None            # the "other" bucket: counted in the GPU's memory, no row
     # raw like names read from /proc (whoever shows them escapes them), only shortened
     return ProcessSample(int(pid), gpu_index, _bytes(s.value),
@@ -246,7 +254,8 @@ def _probes(targets: dict[str, _Target], now_s: float) -> tuple[ProbeReport, ...
     reports = []
     for t in targets.values():
         for pid, figures in t.allocator.items():
-            if not pid.isdigit() or len(targets_of_pid.get(pid, ())) > 1:
+            if not (pid.isascii() and pid.isdigit() and 0 < len(pid) < 11) \
+                    or len(targets_of_pid.get(pid, ())) > 1:
                 continue
             values = {_ALLOCATOR[m]: _bytes(s.value) for m, s in figures.items()}
             labels = next(iter(figures.values())).labels

@@ -15,6 +15,7 @@ from gpuwatch.telemetry.clock import Clock, WallClock
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.prometheus import names as n
 from gpuwatch.telemetry.prometheus.assemble import Assembler
+from gpuwatch.telemetry.prometheus.caps import GpuCaps
 from gpuwatch.telemetry.prometheus.client import PrometheusClient, QueryFailed
 from gpuwatch.telemetry.prometheus.response import QueryRefused
 from gpuwatch.telemetry.prometheus.selector import Matcher, render
@@ -43,8 +44,10 @@ def query_for(matchers: tuple[Matcher, ...]) -> str:
 
 class PrometheusBackend:
     def __init__(self, base_url: str, matchers: tuple[Matcher, ...] = (),
-                 clock: Clock | None = None, timeout_s: float = 5.0):
+                 clock: Clock | None = None, timeout_s: float = 5.0,
+                 caps: GpuCaps | None = None):
         self.client = PrometheusClient(base_url, timeout_s)
+        self.caps = caps or GpuCaps()
         self.matchers = matchers
         self.query = query_for(matchers)
         self.clock: Clock = clock or WallClock()
@@ -67,7 +70,8 @@ class PrometheusBackend:
         except QueryRefused as exc:
             raise PrometheusUnavailableError(
                 f"{where} refused the query ({exc}); check --match") from None
-        gpus, _, _ = self._assembler.build(series, self.clock.now_s())
+        now = self.clock.now_s()
+        gpus, _, _ = self._assembler.build(self.caps.admit(series, now), now)
         if not gpus:
             selection = f" matching {{{render(self.matchers)}}}" if self.matchers else ""
             raise PrometheusUnavailableError(
@@ -82,8 +86,21 @@ class PrometheusBackend:
         except (QueryFailed, QueryRefused) as exc:
             reason = f"Prometheus at {self.client.base_url} did not answer: {exc}"
             return Snapshot(now, self.info, self._assembler.unreadable(reason), (reason,))
+        series = self.caps.admit(series, now)
+        self._assembler.forget(self.caps.gone(now))
         gpus, probes, warnings = self._assembler.build(series, now)
-        return Snapshot(now, self.info, gpus, warnings, probes)
+        return Snapshot(now, self.info, gpus, warnings + self._bounds_warnings(), probes)
+
+    def _bounds_warnings(self) -> tuple[str, ...]:
+        out = []
+        if self.caps.refused:
+            out.append(f"{self.caps.refused} GPU{'s' if self.caps.refused != 1 else ''} "
+                       f"left out: the source reads at most {self.caps.per_target} per "
+                       f"exporter and {self.caps.total} in all (narrow --match)")
+        if self.client.problems:
+            out.append(f"Prometheus at {self.client.base_url}: values out of range read "
+                       f"as unknown: {'; '.join(self.client.problems)}")
+        return tuple(out)
 
     def set_host_detail(self, full: bool) -> None:
         """Nothing to lighten: the exporters read their hosts' processes."""

@@ -121,12 +121,18 @@ class CardsView(QScrollArea):
         if not self.waiting.isHidden():
             self.waiting.hide()
         new = [g.index for g in snap.gpus if g.index not in self.cards]
+        gone = [i for i in self.cards if i not in {g.index for g in snap.gpus}] \
+            if len(self.cards) + len(new) > len(snap.gpus) else []
+        for index in gone:       # a cluster GPU gone for long is no longer listed
+            card = self.cards.pop(index)
+            self._grid.removeWidget(card)
+            card.deleteLater()
         for index in new:
             card = self.cards[index] = GpuCard(index)
             card.set_level(self._levels.get(index), self._hint_lines.get(index, ()))
             card.set_selected(index == self.focused_gpu)
             card.activated.connect(self._card_activated)
-        if new:
+        if new or gone:
             self._relayout()
         history = self.history
         for g in snap.gpus:
@@ -138,7 +144,7 @@ class CardsView(QScrollArea):
                 c.height_changed = False
             self._relayout()
             return True
-        return bool(new)
+        return bool(new or gone)
 
     # hints and focus ----------------------------------------------------------------
     def show_hints(self, hints: Iterable[Hint]) -> None:

@@ -304,6 +304,9 @@ class TimePlots(QWidget):
         bw_scale = 1e9   # bandwidth is quoted in GB/s like every data sheet, whatever the units
         self.band_mode = x1 - x0 >= BAND_FROM_S
         many = len(self.history.gpus) > 2
+        for curves in (self._mem_curves, self._bw_curves):   # GPUs no longer listed: a
+            for index in [i for i in curves if i not in self.history.gpus]:  # line holds
+                del curves[index]                                            # its rows
         capacities: dict[float, int] = {}
         spans, shown_rings = [], []
         bw_high = -np.inf       # the highest bandwidth shown, bytes/s (-inf: none known)
