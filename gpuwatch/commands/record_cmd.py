@@ -54,9 +54,12 @@ def run_record(args: argparse.Namespace) -> int:
     if not args.no_save:
         out = out_path or paths.new_session_path(backend.clock.now_s())
         try:
+            # a name gpuwatch picked gives way to the next free one if another recorder
+            # took it in the same second; a name the user gave is never written over
             recorder = Recorder(out, args.interval, on_error=lambda exc: (
                 print(f"gpuwatch: {exc}", file=sys.stderr, flush=True),
-                done.set()))             # a recording that cannot be saved ends here
+                done.set()),             # a recording that cannot be saved ends here
+                free_name=out_path is None)
         except Exception:
             backend.close()
             raise
@@ -122,10 +125,20 @@ def run_record(args: argparse.Namespace) -> int:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)
     if recorder is not None and recorder.error is not None:
-        print(f"gpuwatch: the recording failed; what was saved before the failure is in "
-              f"{recorder.path}", file=sys.stderr)
+        print(f"gpuwatch: the recording failed; {_what_was_saved(recorder)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _what_was_saved(recorder: Recorder) -> str:
+    """The truth about the file after a failure: the samples it holds for sure (those
+    committed), or that it holds none."""
+    saved = recorder.saved_samples
+    if not saved:
+        return f"no samples were saved ({recorder.path} holds none)"
+    lost = recorder.samples - saved
+    tail = f"; the last {plural(lost, 'sample')} could not be written" if lost > 0 else ""
+    return f"{plural(saved, 'sample')} before the failure are saved in {recorder.path}{tail}"
 
 
 def _summary(history: History, samples: int, elapsed_s: float) -> str:

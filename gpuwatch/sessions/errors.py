@@ -10,3 +10,7 @@ class SessionFileError(Exception):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class SessionExistsError(SessionFileError):
+    """A new session's path is already taken (a session file is never written over)."""

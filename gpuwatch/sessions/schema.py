@@ -22,6 +22,7 @@ refuses a version-2 file ("written by a newer gpuwatch") instead of misreading i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -30,7 +31,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from gpuwatch.sessions.errors import SessionFileError
+from gpuwatch.sessions.errors import SessionExistsError, SessionFileError
 
 APPLICATION_ID = 0x67707777      # "gpww"
 SCHEMA_VERSION = 2
@@ -154,7 +155,13 @@ def prepare_new(path: Path) -> None:
     """Check that a new session file may be made at ``path``: nothing there yet, and its
     folder present (gpuwatch's own sessions folder is created; no other is)."""
     if os.path.lexists(path):
-        raise SessionFileError(str(path), "already exists; choose another file")
+        raise SessionExistsError(str(path), "already exists; choose another file")
+    prepare_folder(path)
+
+
+def prepare_folder(path: Path) -> None:
+    """The folder of a new session: it must exist, unless it is gpuwatch's own sessions
+    folder, which is created."""
     folder = path.parent
     if not folder.is_dir() and not _is_sessions_folder(folder):
         raise SessionFileError(str(path), f"cannot be created: the folder {folder} does "
@@ -165,16 +172,36 @@ def prepare_new(path: Path) -> None:
         raise SessionFileError(str(path), f"cannot be created ({exc})") from None
 
 
-def create(path: Path) -> sqlite3.Connection:
+def claim(path: Path) -> None:
+    """Create ``path`` as an empty file, exclusively (``O_CREAT | O_EXCL``, no link
+    followed): of two processes that pick the same name at the same instant, exactly
+    one gets it and the other is told it exists (:class:`SessionExistsError`)."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise SessionExistsError(str(path), "already exists; choose another file") from None
+    except OSError as exc:
+        raise SessionFileError(str(path), f"cannot be created ({exc.strerror or exc})") \
+            from None
+    os.close(fd)
+
+
+def create(path: Path, claimed: bool = False) -> sqlite3.Connection:
     """A new, empty session file.
 
-    Refuses anything already at the path (a file, a pipe, even a dangling link). A
-    missing folder is created only when it is gpuwatch's own sessions folder; a
-    user-given path in a folder that does not exist is refused."""
-    prepare_new(path)
+    Refuses anything already at the path (a file, a pipe, even a dangling link): the
+    file is created exclusively (:func:`claim`) unless the caller has ``claimed`` it
+    already. A missing folder is created only when it is gpuwatch's own sessions
+    folder; a user-given path in a folder that does not exist is refused."""
+    if not claimed:
+        prepare_new(path)
+        claim(path)
     try:
         conn = sqlite3.connect(path, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
+        _remove_claim(path)
         raise SessionFileError(str(path), f"cannot be created ({exc})") from None
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -185,8 +212,17 @@ def create(path: Path) -> sqlite3.Connection:
         conn.commit()
     except sqlite3.Error as exc:
         conn.close()
+        _remove_claim(path)
         raise SessionFileError(str(path), f"cannot be written ({exc})") from None
     return conn
+
+
+def _remove_claim(path: Path) -> None:
+    """A file this process claimed but could not make a session of: removed, with its
+    side files, so no empty or half-made session is left behind."""
+    for side in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        with contextlib.suppress(OSError):
+            side.unlink()
 
 
 def _is_sessions_folder(folder: Path) -> bool:
