@@ -138,6 +138,7 @@ class SessionReader:
         try:
             yield self._conn
         except sqlite3.DatabaseError as exc:
+            exc = schema.translate_error(self._conn, exc)
             raise SessionFileError(str(self.path), schema.describe_database_error(exc)) \
                 from None
         except sqlite3.Error as exc:
