@@ -177,3 +177,32 @@ def test_the_csv_export_streams_rows(tmp_path, monkeypatch):
         sizes.append(len(out.getvalue()))
     peaks = [_export_peak(p) - size for p, size in zip((short, long), sizes, strict=True)]
     assert peaks[1] < 2 * peaks[0] + 1_000_000, peaks
+
+
+def _screenshot(target: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen",
+               GPUWATCH_DATA_DIR=str(tmp_path / "data"))
+    return subprocess.run([sys.executable, "-m", "gpuwatch", "gui", "--demo", "leak",
+                           "--screenshot-after", "30", "--screenshot", str(target)],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_screenshot_never_empties_a_file_or_replaces_a_session(recorded, tmp_path):
+    """An extension Qt cannot encode, and a session under an image's name, are refused
+    before the file is touched; a good name is written whole."""
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes")
+    session = tmp_path / "looks-like.png"
+    shutil.copyfile(recorded, session)
+    for target in (mine, session):
+        before = target.read_bytes()
+        done = _screenshot(target, tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and str(target) in done.stderr
+        assert target.read_bytes() == before
+    picture = tmp_path / "ok.png"
+    picture.write_text("old")
+    done = _screenshot(picture, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert picture.read_bytes().startswith(b"\x89PNG")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
