@@ -125,20 +125,20 @@ def run_record(args: argparse.Namespace) -> int:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stderr if args.json else sys.stdout)
     if recorder is not None and recorder.error is not None:
-        print(f"gpuwatch: the recording failed; {_what_was_saved(recorder)}", file=sys.stderr)
+        print(f"gpuwatch: the recording failed; {_what_was_saved(recorder, sampler.samples)}",
+              file=sys.stderr)
         return 1
     return 0
 
 
-def _what_was_saved(recorder: Recorder) -> str:
-    """The truth about the file after a failure: the samples it holds for sure (those
-    committed), or that it holds none."""
+def _what_was_saved(recorder: Recorder, taken: int) -> str:
+    """The truth about the file after a failure: how many of the samples taken it
+    holds (as a reader finds them), or that it holds none."""
     saved = recorder.saved_samples
     if not saved:
         return f"no samples were saved ({recorder.path} holds none)"
-    lost = recorder.samples - saved
-    tail = f"; the last {plural(lost, 'sample')} could not be written" if lost > 0 else ""
-    return f"{plural(saved, 'sample')} before the failure are saved in {recorder.path}{tail}"
+    return (f"{saved:,} of the {plural(max(taken, saved), 'sample')} taken are saved in "
+            f"{recorder.path}")
 
 
 def _summary(history: History, samples: int, elapsed_s: float) -> str:

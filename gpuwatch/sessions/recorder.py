@@ -50,6 +50,7 @@ class Recorder:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, queue_limit))
         self._paused = False
         self.error: Exception | None = None
+        self._saved_after_failure: int | None = None
         self._thread = threading.Thread(target=self._run, name="gpuwatch-recorder",
                                         daemon=True)
         self._thread.start()
@@ -60,7 +61,10 @@ class Recorder:
 
     @property
     def saved_samples(self) -> int:
-        """Samples committed to the file: what it holds for sure, whatever happens next."""
+        """Samples the file holds for sure: those committed, or after a failure those
+        a reader finds in it (a failed write can roll back more than its own rows)."""
+        if self._saved_after_failure is not None:
+            return self._saved_after_failure
         return self._writer.committed_samples
 
     @property
@@ -154,6 +158,7 @@ class Recorder:
         still allows it; a file that refuses keeps its last commit (WAL commits are whole)."""
         with contextlib.suppress(Exception):
             self._writer.close(ended_at)
+        self._saved_after_failure = _samples_in(self.path)
 
     def _drain(self) -> None:
         """After a write failure, keep accepting items so callers never block."""
@@ -161,3 +166,14 @@ class Recorder:
             kind, _ = self._queue.get()
             if kind is _STOP:
                 return
+
+
+def _samples_in(path: Path) -> int:
+    """The samples a reader finds in ``path`` (0 when it cannot be read at all)."""
+    from gpuwatch.sessions.reader import SessionReader  # numpy: only after a failure
+
+    try:
+        with SessionReader(path) as reader:
+            return reader.info().samples
+    except Exception:           # unreadable, or no session row: nothing to replay
+        return 0
