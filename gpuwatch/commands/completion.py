@@ -240,8 +240,11 @@ def script(shell: str, commands: list[Command] | None = None) -> str:
 
 
 def write_all(folder: Path) -> list[Path]:
-    """The three scripts in ``folder``, named as each shell looks them up."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """The three scripts in ``folder``, named as each shell looks them up. ``folder``
+    is made if missing, but only inside a folder that exists (no missing parents are
+    created); OSError if it cannot be."""
+    if not folder.is_dir():
+        folder.mkdir()
     commands = describe_cli()
     paths = []
     for shell in SHELLS:
@@ -253,14 +256,21 @@ def write_all(folder: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog=f"python -m {__name__}",
+        prog="python -m gpuwatch.commands.completion",
         description="Print gpuwatch's completion script for a shell, or write all three.")
     parser.add_argument("shell", nargs="?", choices=SHELLS)
     parser.add_argument("--all", metavar="DIR", type=Path,
                         help="write gpuwatch.bash, _gpuwatch and gpuwatch.fish into DIR")
     args = parser.parse_args(argv)
     if args.all is not None:
-        for path in write_all(args.all):
+        try:
+            written = write_all(args.all)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            print(f"{parser.prog}: cannot write the completions into {args.all} ({reason}; "
+                  "give a folder, or a new one inside a folder that exists)", file=sys.stderr)
+            return 2
+        for path in written:
             print(path)
         return 0
     if args.shell is None:
