@@ -7,8 +7,9 @@ as it can, so the recorder's queue is at its fullest), then runs each reader in 
 process and reads its peak resident set (``ru_maxrss``). The baseline, measured in the
 same run, is a process that imports the same modules and reads the session's summary
 (`SessionReader.info()`): the figures above it are what each path holds for the session.
-``--baseline-checkout DIR`` runs the same paths from an older checkout too (a
-`git worktree`), interleaved, for before/after figures.
+``--baseline-checkout DIR`` runs the same paths from an older checkout too (e.g.
+``git archive OLD gpuwatch resources | tar -x -C DIR``), interleaved, for before/after
+figures.
 
 Run: .venv/bin/python benchmarks/session_memory.py [--hours 24] [--session FILE]
 """
@@ -81,8 +82,9 @@ def record(session: Path, hours: float, gpus: int, procs: int) -> dict:
 
 
 def read(root: Path, session: Path, code: str, out: Path) -> dict:
+    # run from ``root``: `python -c` puts the working folder first on the path
     done = subprocess.run([sys.executable, "-c", _CHILD, str(session), str(out), code],
-                          env=_env(root), capture_output=True, text=True)
+                          env=_env(root), capture_output=True, text=True, cwd=root)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1][:200]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -108,7 +110,7 @@ def main() -> None:
         print(f"session {session} ({session.stat().st_size / 2**20:.0f} MiB)")
         roots = [("this checkout", ROOT)]
         if args.baseline_checkout:
-            roots.append((f"baseline {args.baseline_checkout}", args.baseline_checkout))
+            roots.append(("baseline", args.baseline_checkout.resolve()))
         base: dict[str, float] = {}
         for name, code in READERS.items():
             for label, root in roots:

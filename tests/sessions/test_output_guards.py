@@ -13,6 +13,7 @@ import tracemalloc
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -206,3 +207,31 @@ def test_a_screenshot_never_empties_a_file_or_replaces_a_session(recorded, tmp_p
     assert done.returncode == 0, done.stderr
     assert picture.read_bytes().startswith(b"\x89PNG")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+steps = st.lists(st.tuples(st.integers(1, 30), st.one_of(st.just(float("nan")),
+                                                         st.integers(0, 3).map(float))),
+                 min_size=1, max_size=20)
+
+
+@given(runs=steps)
+def test_a_replayed_timeline_keeps_every_value_in_fewer_points(runs):
+    from gpuwatch.sessions.replay import run_ends
+
+    used = np.concatenate([np.full(n, v) for n, v in runs])
+    t = np.arange(len(used), dtype=np.float64) * 1.5
+    kept_t, kept = run_ends(t, used)
+    assert kept_t[0] == t[0] and kept_t[-1] == t[-1]
+    at = np.searchsorted(kept_t, t, side="right") - 1        # the last point at or before
+    np.testing.assert_array_equal(kept[at], used)
+    assert len(kept) <= min(len(used), 2 * len(runs))
+
+
+def test_replay_holds_a_flat_process_in_two_points(recorded):
+    from gpuwatch.sessions.replay import load_replay
+
+    data = load_replay(recorded)
+    with SessionReader(recorded) as r:
+        samples = {p.id: len(r.process_series(p.id)[0]) for p in r.processes()}
+    points = sum(len(ring) for ring in data.history.processes.values())
+    assert 0 < points < sum(samples.values())
