@@ -8,8 +8,16 @@
 #                                                 as ~/.local/bin/gpuwatch
 #   packaging/install.sh                          the `gpuwatch` on PATH (a pip install)
 #   packaging/install.sh --exec /path/to/gpuwatch that one
-#   packaging/install.sh --uninstall              removes all of it (and the start-at-login
-#                                                 entry); sessions, settings and logs stay
+#   packaging/install.sh --uninstall              removes what the install made (and the
+#                                                 start-at-login entry); sessions, settings
+#                                                 and logs stay
+#
+# What an install makes (files, the bundle, the link, every folder it had to create) is
+# listed in $XDG_DATA_HOME/gpuwatch/install-manifest; --uninstall removes only what is
+# listed there, and only while it is still what was made (a link still pointing where
+# it did, a file still a file), then the folders it made once they are empty. A
+# ~/.local/bin/gpuwatch or ~/.local/lib/gpuwatch that another installer (pipx, pip
+# --user) or the user made is never replaced or removed.
 #
 # Where things go (XDG_DATA_HOME defaults to ~/.local/share, XDG_CONFIG_HOME to ~/.config):
 #   $XDG_DATA_HOME/applications/gpuwatch.desktop
@@ -33,9 +41,10 @@ bash_completion="$data/bash-completion/completions/gpuwatch"
 zsh_completion="$data/zsh/site-functions/_gpuwatch"
 fish_completion="$config/fish/completions/gpuwatch.fish"
 autostart="$config/autostart/gpuwatch.desktop"
+manifest="$data/gpuwatch/install-manifest"
 sizes=(16 22 24 32 48 64 128 256 512)
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 fail() { echo "install.sh: $*" >&2; exit 2; }
 
 mode=install bundle="" exec_path=""
@@ -51,23 +60,67 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-refresh_caches() {
-  command -v update-desktop-database >/dev/null \
-    && update-desktop-database -q "$data/applications" 2>/dev/null || true
+refresh_caches() {    # only in folders that exist: a removed one is not made again
+  if command -v update-desktop-database >/dev/null && [ -d "$data/applications" ]; then
+    update-desktop-database -q "$data/applications" 2>/dev/null || true
+  fi
   if command -v gtk-update-icon-cache >/dev/null && [ -d "$icons" ]; then
     gtk-update-icon-cache -q -t -f "$icons" 2>/dev/null || true
   fi
-  touch "$icons" 2>/dev/null || true      # icon themes re-read a folder that changed
+  [ -d "$icons" ] && touch "$icons" 2>/dev/null || true   # icon themes re-read a changed folder
+}
+
+# --- the manifest: one entry a line, fields split by a tab ----------------------------
+#   file PATH | link PATH TARGET | bundle PATH | dir PATH (a folder the install created)
+entries=()
+note() { entries+=("$(printf '%s\t' "$@")"); }
+# Create a folder (and its missing parents), noting each one this run creates.
+make_dir() {
+  local dir="$1" missing=()
+  while [ ! -e "$dir" ] && [ ! -L "$dir" ]; do
+    missing+=("$dir"); dir="$(dirname "$dir")"
+  done
+  mkdir -p "$1"
+  local i
+  for (( i=${#missing[@]}-1; i>=0; i-- )); do note dir "${missing[$i]}"; done
+}
+listed() {      # listed KIND PATH: the manifest has that entry
+  [ -f "$manifest" ] && cut -f1,2 "$manifest" | grep -Fxq "$(printf '%s\t%s' "$1" "$2")"
+}
+link_target() {  # the target the manifest noted for a link
+  [ -f "$manifest" ] && awk -F'\t' -v p="$2" '$1 == "link" && $2 == p { print $3 }' "$manifest" | tail -n 1
 }
 
 if [ "$mode" = uninstall ]; then
-  rm -f "$desktop" "$metainfo" "$bash_completion" "$zsh_completion" "$fish_completion" \
-        "$autostart" "$icons/scalable/apps/gpuwatch.svg"
-  for size in "${sizes[@]}"; do rm -f "$icons/${size}x${size}/apps/gpuwatch.png"; done
-  if [ -L "$bin_link" ] && [ "$(readlink "$bin_link")" = "$app_dir/gpuwatch" ]; then
-    rm -f "$bin_link"
+  # the start-at-login entry is gpuwatch's own (the window writes it), not the installer's
+  [ -f "$autostart" ] && [ ! -L "$autostart" ] && rm -f "$autostart"
+  if [ ! -f "$manifest" ]; then
+    echo "install.sh: no install manifest ($manifest): nothing of an install is known, so nothing was removed" >&2
+    echo "  (an install by an older install.sh: remove its files by hand, or install again and uninstall)" >&2
+    exit 1
   fi
-  rm -rf "$app_dir"
+  made_dirs=()
+  while IFS=$'\t' read -r kind path target _; do
+    case "$kind" in
+      file) [ -f "$path" ] && [ ! -L "$path" ] && rm -f "$path" ;;
+      link) [ -L "$path" ] && [ "$(readlink "$path")" = "$target" ] && rm -f "$path" ;;
+      bundle) [ -d "$path" ] && [ ! -L "$path" ] && [ -f "$path/.gpuwatch-bundle" ] && rm -rf "$path" ;;
+      dir) made_dirs+=("$path") ;;
+    esac
+  done < "$manifest"
+  rm -f "$manifest"
+  # caches the desktop tools wrote into folders this install made go with them
+  for dir in "${made_dirs[@]}"; do
+    case "$dir" in
+      "$data/applications") rm -f "$dir/mimeinfo.cache" ;;
+      "$icons") rm -f "$dir/icon-theme.cache" ;;
+    esac
+  done
+  # the folders it made, deepest first, each only once empty (sessions keep theirs)
+  printf '%s\n' "${made_dirs[@]}" | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2- |
+    while IFS= read -r dir; do
+      [ -n "$dir" ] && [ -d "$dir" ] && [ ! -L "$dir" ] && rmdir "$dir" 2>/dev/null || true
+    done
   refresh_caches
   echo "gpuwatch's desktop entry, icon, metainfo, completions and start-at-login entry are removed."
   echo "Sessions, settings and logs are kept (Help → About in the window lists where)."
@@ -83,21 +136,37 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 if [ -n "$bundle" ]; then
-  [ -x "$bundle/gpuwatch" ] || fail "$bundle is not a gpuwatch bundle (no $bundle/gpuwatch; build one with packaging/build.sh)"
+  [ -f "$bundle/gpuwatch" ] && [ -x "$bundle/gpuwatch" ] || fail "$bundle is not a gpuwatch bundle (no $bundle/gpuwatch; build one with packaging/build.sh)"
   bundle="$(cd "$bundle" && pwd)"
-  if [ "$bundle" != "$app_dir" ]; then
-    rm -rf "$app_dir.new"
-    mkdir -p "$(dirname "$app_dir")"
-    cp -a "$bundle" "$app_dir.new"
-    rm -rf "$app_dir"
-    mv "$app_dir.new" "$app_dir"
+  if [ -e "$app_dir" ] || [ -L "$app_dir" ]; then
+    listed bundle "$app_dir" && [ -f "$app_dir/.gpuwatch-bundle" ] && [ ! -L "$app_dir" ] ||
+      fail "$app_dir exists and was not made by this installer; move it away first (nothing was changed)"
   fi
+  if [ "$bundle" != "$app_dir" ]; then
+    make_dir "$(dirname "$app_dir")"
+    staged="$(mktemp -d "$app_dir.new.XXXXXX")"
+    cp -a "$bundle/." "$staged/"
+    touch "$staged/.gpuwatch-bundle"
+    if [ -d "$app_dir" ]; then
+      old="$(mktemp -d "$app_dir.old.XXXXXX")"; rmdir "$old"
+      mv "$app_dir" "$old" && mv "$staged" "$app_dir" && rm -rf "$old"
+    else
+      mv "$staged" "$app_dir"
+    fi
+  fi
+  note bundle "$app_dir"
   exec_path="$app_dir/gpuwatch"
-  mkdir -p "$(dirname "$bin_link")"
-  if [ -e "$bin_link" ] && [ ! -L "$bin_link" ]; then
-    echo "install.sh: $bin_link exists and is not a link; left as it is" >&2
+  make_dir "$(dirname "$bin_link")"
+  if [ -L "$bin_link" ] && [ "$(readlink "$bin_link")" = "$exec_path" ]; then
+    note link "$bin_link" "$exec_path"          # ours already
+  elif [ -e "$bin_link" ] || [ -L "$bin_link" ]; then
+    if [ -L "$bin_link" ] && [ "$(link_target link "$bin_link")" = "$(readlink "$bin_link")" ]; then
+      ln -sfn "$exec_path" "$bin_link"; note link "$bin_link" "$exec_path"
+    else
+      echo "install.sh: $bin_link was not made by this installer (another gpuwatch?); left as it is" >&2
+    fi
   else
-    ln -sfn "$exec_path" "$bin_link"
+    ln -s "$exec_path" "$bin_link"; note link "$bin_link" "$exec_path"
   fi
   completions="$app_dir/completions"
   [ -f "$app_dir/share/gpuwatch.desktop" ] && share_desktop="$app_dir/share/gpuwatch.desktop"
@@ -108,7 +177,7 @@ else
     exec_path="$(command -v gpuwatch || true)"
     [ -n "$exec_path" ] || fail "no gpuwatch on PATH: give --exec /path/to/gpuwatch or --bundle dist/gpuwatch"
   fi
-  [ -x "$exec_path" ] || fail "$exec_path is not an executable program"
+  [ -f "$exec_path" ] && [ -x "$exec_path" ] || fail "$exec_path is not an executable program (a regular file with execute permission)"
   exec_path="$(cd "$(dirname "$exec_path")" && pwd)/$(basename "$exec_path")"
   python="$(dirname "$exec_path")/python"
   [ -x "$python" ] || python=python3
@@ -121,30 +190,44 @@ fi
 
 # The desktop entry runs this very program (a desktop session's PATH may lack ~/.local/bin);
 # a path with spaces is quoted as the Desktop Entry spec asks.
-case "$exec_path" in *[\"\'\\\`\$%]*)
-  fail "$exec_path: a path with quotes, backslashes, \$, \` or % cannot go in a desktop entry" ;;
+case "$exec_path" in *[\"\'\\\`\$%]*|*[[:cntrl:]]*)
+  fail "$exec_path: a path with quotes, backslashes, \$, \`, % or control characters (a line break, a tab) cannot go in a desktop entry" ;;
 esac
 quoted="$exec_path"
 case "$exec_path" in *[[:space:]\<\>\~\|\&\;\*\?\#\(\)]*) quoted="\"$exec_path\"" ;; esac
-mkdir -p "$(dirname "$desktop")" "$(dirname "$metainfo")"
+# every file goes through put (which notes it, and the folders it makes)
+put() {        # put SOURCE TARGET: a copy, mode 644
+  make_dir "$(dirname "$2")"
+  install -m 644 "$1" "$2.tmp.$$" && mv -f "$2.tmp.$$" "$2"
+  note file "$2"
+}
+make_dir "$(dirname "$desktop")"
 while IFS= read -r line; do
   case "$line" in
     Exec=gpuwatch*) printf 'Exec=%s%s\n' "$quoted" "${line#Exec=gpuwatch}" ;;
     TryExec=*) printf 'TryExec=%s\n' "$exec_path" ;;
     *) printf '%s\n' "$line" ;;
   esac
-done < "$share_desktop" > "$desktop.tmp"
-mv "$desktop.tmp" "$desktop"
-cp "$share_metainfo" "$metainfo"
+done < "$share_desktop" > "$tmp/gpuwatch.desktop"
+put "$tmp/gpuwatch.desktop" "$desktop"
+put "$share_metainfo" "$metainfo"
 for size in "${sizes[@]}"; do
-  install -D -m 644 "$share_icons/${size}x${size}/apps/gpuwatch.png" "$icons/${size}x${size}/apps/gpuwatch.png"
+  put "$share_icons/${size}x${size}/apps/gpuwatch.png" "$icons/${size}x${size}/apps/gpuwatch.png"
 done
-install -D -m 644 "$share_icons/scalable/apps/gpuwatch.svg" "$icons/scalable/apps/gpuwatch.svg"
+put "$share_icons/scalable/apps/gpuwatch.svg" "$icons/scalable/apps/gpuwatch.svg"
 if [ -n "$completions" ]; then
-  install -D -m 644 "$completions/gpuwatch.bash" "$bash_completion"
-  install -D -m 644 "$completions/_gpuwatch" "$zsh_completion"
-  install -D -m 644 "$completions/gpuwatch.fish" "$fish_completion"
+  put "$completions/gpuwatch.bash" "$bash_completion"
+  put "$completions/_gpuwatch" "$zsh_completion"
+  put "$completions/gpuwatch.fish" "$fish_completion"
 fi
+# the manifest: what an earlier install made (uninstall checks each entry still holds)
+# and what this run made
+make_dir "$(dirname "$manifest")"
+{
+  [ -f "$manifest" ] && cat "$manifest"
+  printf '%s\n' "${entries[@]}" | sed 's/\t$//'
+} | awk 'NF && !seen[$0]++' > "$tmp/manifest"
+mv -f "$tmp/manifest" "$manifest"
 # A start-at-login entry made by an earlier install runs the new program from now on.
 if [ -f "$autostart" ]; then
   while IFS= read -r line; do

@@ -216,7 +216,11 @@ def script(shell: str) -> str:
 
 
 def write_all(folder: Path) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
+    """The three scripts in ``folder``, named as each shell looks them up. ``folder``
+    is made if missing, but only inside a folder that exists (no missing parents are
+    created); OSError if it cannot be."""
+    if not folder.is_dir():
+        folder.mkdir()
     written = []
     for shell in SHELLS:
         path = folder / FILE_NAMES[shell]
@@ -235,7 +239,14 @@ def main(argv: list[str] | None = None) -> int:
                        help="write gpuwatch.bash, _gpuwatch and gpuwatch.fish into DIR")
     args = parser.parse_args(argv)
     if args.all is not None:
-        for path in write_all(args.all):
+        try:
+            written = write_all(args.all)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            print(f"{parser.prog}: cannot write the completions into {args.all} ({reason}; "
+                  "give a folder, or a new one inside a folder that exists)", file=sys.stderr)
+            return 2
+        for path in written:
             print(path)
         return 0
     sys.stdout.write(script(args.shell))

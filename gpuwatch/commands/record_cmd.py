@@ -57,9 +57,12 @@ def run_record(args: argparse.Namespace) -> int:
     if not args.no_save:
         out = out_path or paths.new_session_path(backend.clock.now_s())
         try:
+            # a name gpuwatch picked gives way to the next free one if another recorder
+            # took it in the same second; a name the user gave is never written over
             recorder = Recorder(out, args.interval, on_error=lambda exc: (
                 print(f"gpuwatch: {exc}", file=sys.stderr, flush=True),
-                done.set()))             # a recording that cannot be saved ends here
+                done.set()),             # a recording that cannot be saved ends here
+                free_name=out_path is None)
         except Exception:
             backend.close()
             raise
@@ -136,10 +139,20 @@ def run_record(args: argparse.Namespace) -> int:
         summary += f" Session saved to {recorder.path}"
     print(summary, file=sys.stdout if fmt == "text" else sys.stderr)
     if recorder is not None and recorder.error is not None:
-        print(f"gpuwatch: the recording failed; what was saved before the failure is in "
-              f"{recorder.path}", file=sys.stderr)
+        print(f"gpuwatch: the recording failed; {_what_was_saved(recorder, sampler.samples)}",
+              file=sys.stderr)
         return 1
     return 0
+
+
+def _what_was_saved(recorder: Recorder, taken: int) -> str:
+    """The truth about the file after a failure: how many of the samples taken it
+    holds (as a reader finds them), or that it holds none."""
+    saved = recorder.saved_samples
+    if not saved:
+        return f"no samples were saved ({recorder.path} holds none)"
+    return (f"{saved:,} of the {plural(max(taken, saved), 'sample')} taken are saved in "
+            f"{recorder.path}")
 
 
 def _summary(history: History, samples: int, elapsed_s: float) -> str:

@@ -17,7 +17,7 @@ RUNS = "gpuwatch.commands.session_cmds"
 
 FORMATS = ("html", "pdf", "csv", "json")          # = gpuwatch.sessions.export.FORMATS
 FORMAT_OF_EXTENSION = {".html": "html", ".htm": "html", ".pdf": "pdf", ".json": "json",
-                       ".zip": "csv"}              # = gpuwatch.sessions.export.FORMAT_OF_EXTENSION
+                       ".zip": "csv", ".csv": "csv"}  # = sessions.export.FORMAT_OF_EXTENSION
 
 
 def prune_days(text: str) -> float:
@@ -58,7 +58,8 @@ def declare_report(p: argparse.ArgumentParser) -> None:
     extensions = ", ".join(f"{ext} {fmt}" for ext, fmt in FORMAT_OF_EXTENSION.items())
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="the report format: html (one self-contained page), pdf, csv (a "
-                        "zip of CSV tables) or json (gpuwatch.report/1). Default: the "
+                        "zip of CSV tables; with -o NAME.csv, the GPU samples alone as "
+                        "one CSV file) or json (gpuwatch.report/1). Default: the "
                         f"format the extension of -o names ({extensions}); html when -o "
                         "is not given or is a folder, json when -o is '-'. An extension "
                         "that names another format than --format is refused.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gpuwatch.core.safe_text import clip, visible
 from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.core.wording import plural
 from gpuwatch.sessions import liveness, paths
@@ -43,7 +44,7 @@ def run_report(args: argparse.Namespace) -> int:
     out = export(session, fmt, args.output, progress)
     if interactive:
         print(file=sys.stderr)
-    print(f"Wrote {out}")
+    print(f"Wrote {visible(str(out))}")
     return 0
 
 
@@ -54,14 +55,15 @@ def run_sessions(args: argparse.Namespace) -> int:
                 f"freed {format_bytes(result.freed_bytes)}")
         if result.kept_live:
             line += (f"; kept {plural(len(result.kept_live), 'session')} still being recorded: "
-                     + ", ".join(p.name for p in result.kept_live))
+                     + ", ".join(visible(p.name) for p in result.kept_live))
         print(line + ".")
         for path, reason in result.failed:
-            print(f"gpuwatch: could not remove {path} ({reason})", file=sys.stderr)
+            print(f"gpuwatch: could not remove {visible(str(path))} ({visible(reason)})",
+                  file=sys.stderr)
         return 1 if result.failed else 0
     found = paths.list_sessions()
     if not found:
-        print(f"No sessions recorded yet in {paths.sessions_dir()}.")
+        print(f"No sessions recorded yet in {visible(str(paths.sessions_dir()))}.")
         return 0
     for path in found:
         try:
@@ -71,10 +73,13 @@ def run_sessions(args: argparse.Namespace) -> int:
                 hints = len(r.hints())
                 peak = r.peak_used_bytes()
         except SessionFileError as exc:
-            print(f"{path.name}  (unreadable: {exc.reason})")
+            print(f"{visible(path.name)}  (unreadable: {visible(exc.reason)})")
             continue
         live = "  (recording)" if info.ended_at_s is None and liveness.is_live(path) else ""
-        print(f"{path.name}  {format_duration(info.duration_s):>11}  "
-              f"{plural(len(gpus), 'GPU'):<6}  {plural(hints, 'hint'):>9}  {info.backend_kind}"
-              f"{' ' + info.scenario if info.scenario else ''}  peak {format_bytes(peak)}{live}")
+        # every text here comes from the file (or its name): any escape is shown, not run
+        source = clip(info.backend_kind, 24) + (f" {clip(info.scenario, 60)}"
+                                                if info.scenario else "")
+        print(f"{visible(path.name)}  {format_duration(info.duration_s):>11}  "
+              f"{plural(len(gpus), 'GPU'):<6}  {plural(hints, 'hint'):>9}  {source}"
+              f"  peak {format_bytes(peak)}{live}")
     return 0

@@ -19,7 +19,7 @@ from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.gpus import lookup_gpu
 from gpuwatch.core.resources import resource_path
 from gpuwatch.core.small_files import SmallFileError, path_text, read_small_file
-from gpuwatch.core.units import UnitError, parse_size, shown
+from gpuwatch.core.units import MAX_SIZE_BYTES, MAX_SIZE_TEXT, UnitError, parse_size, shown
 from gpuwatch.plan.errors import PlanError
 
 PRICES_SCHEMA = "gpuwatch.prices/1"
@@ -86,8 +86,11 @@ class _Reader:
             raise self.fail(where + key, "is missing")
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.fail(where + key, f"must be a number, not {shown(str(value), 40)}")
-        if not math.isfinite(value) or not low <= value <= high:
-            raise self.fail(where + key, f"must be between {low:g} and {high:g}, not {value!r}")
+        # compared before any conversion: an integer of hundreds of digits has no float
+        if (isinstance(value, float) and not math.isfinite(value)) or \
+                not low <= value <= high:
+            raise self.fail(where + key, f"must be between {low:g} and {high:g}, not "
+                                         f"{_number_text(value)}")
         return float(value)
 
     def integer(self, table: dict[str, Any], key: str, where: str, low: int, high: int) -> int:
@@ -96,7 +99,8 @@ class _Reader:
             raise self.fail(where + key, "must be a whole number" if key in table else
                             "is missing")
         if not low <= value <= high:
-            raise self.fail(where + key, f"must be between {low} and {high}, not {value}")
+            raise self.fail(where + key, f"must be between {low} and {high}, not "
+                                         f"{_number_text(value)}")
         return value
 
     def size(self, table: dict[str, Any], key: str, where: str,
@@ -112,7 +116,16 @@ class _Reader:
             raise self.fail(where + key, f"is not a size ({exc})") from None
         if size <= 0:
             raise self.fail(where + key, "must be more than 0 bytes")
+        if size > MAX_SIZE_BYTES:
+            raise self.fail(where + key, f"must be at most {MAX_SIZE_TEXT}, not "
+                                         f"{_number_text(size)}")
         return size
+
+
+def _number_text(value: int | float) -> str:
+    """A number as a message shows it: a huge integer by its digit count, not in full."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"a number of {len(text.lstrip('-'))} digits"
 
 
 def _instance(r: _Reader, entry: Any, where: str) -> Instance:

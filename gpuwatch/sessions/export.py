@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -11,17 +12,19 @@ from pathlib import Path
 
 from gpuwatch.core.output_paths import OutputPathError, check_output_file, still_safe_to_replace
 from gpuwatch.sessions.errors import SessionFileError
+from gpuwatch.sessions.protected import overwrite_problem
 from gpuwatch.sessions.reader import SessionReader
-from gpuwatch.sessions.report_csv import write_csv_zip
+from gpuwatch.sessions.report_csv import write_csv_zip, write_gpu_samples_csv
 from gpuwatch.sessions.report_html import render_html
 from gpuwatch.sessions.report_json import report_to_json
 from gpuwatch.sessions.report_model import build_report
 
 FORMATS = ("html", "pdf", "csv", "json")
 EXTENSIONS = {"html": ".html", "pdf": ".pdf", "csv": ".zip", "json": ".json"}
-# an output's extension -> the format it implies (``report -o r.pdf`` writes PDF)
+# an output's extension -> the format it implies (``report -o r.pdf`` writes PDF); csv
+# goes into a .zip of every table, or into a .csv file of the GPU samples alone
 FORMAT_OF_EXTENSION = {".html": "html", ".htm": "html", ".pdf": "pdf", ".json": "json",
-                       ".zip": "csv"}
+                       ".zip": "csv", ".csv": "csv"}
 Progress = Callable[[float, str], None]    # (fraction done, what is happening)
 
 
@@ -88,11 +91,15 @@ def export(session: str | Path, fmt: str, output: str | Path | None = None,
                                    default_name=default.name)
     except OutputPathError as exc:
         raise ExportError(str(exc)) from None
+    guard = _guard(target, session)
+    guard()
     step = progress or (lambda fraction, text: None)
     step(0.0, "reading the session")
     with SessionReader(session) as reader:
+        if fmt == "csv" and target.suffix.lower() == ".csv":
+            return _atomic_write(target, lambda f: _text_into(f, reader), step, guard)
         if fmt == "csv":
-            return _atomic_write(target, lambda f: write_csv_zip(reader, f), step)
+            return _atomic_write(target, lambda f: write_csv_zip(reader, f), step, guard)
         report = build_report(reader)
     step(0.5, "rendering")
     if fmt == "json":
@@ -102,10 +109,27 @@ def export(session: str | Path, fmt: str, output: str | Path | None = None,
     else:
         from gpuwatch.sessions.pdf import render_pdf  # Qt is loaded only for PDF
         data = render_pdf(report)
-    return _atomic_write(target, lambda f: f.write(data), step)
+    return _atomic_write(target, lambda f: f.write(data), step, guard)
 
 
-def _atomic_write(target: Path, write: Callable, step: Progress) -> Path:
+def _text_into(binary: io.BufferedIOBase, reader: SessionReader) -> None:
+    text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+    write_gpu_samples_csv(reader, text)
+    text.flush()
+    text.detach()               # the caller closes the file
+
+
+def _guard(target: Path, session: Path) -> Callable[[], None]:
+    """Refuses (ExportError) a target that is the session read, or any session."""
+    def check() -> None:
+        problem = overwrite_problem(target, "report", [session])
+        if problem is not None:
+            raise ExportError(problem)
+    return check
+
+
+def _atomic_write(target: Path, write: Callable, step: Progress,
+                  guard: Callable[[], None]) -> Path:
     """Write a temporary file beside ``target`` and rename it over ``target``.
 
     ``target`` has been checked (absent, or a regular file); it is checked again just
@@ -128,6 +152,7 @@ def _atomic_write(target: Path, write: Callable, step: Progress) -> Path:
         if not still_safe_to_replace(target):
             raise ExportError(f"{target}: is no longer a regular file; the report was not "
                               "written")
+        guard()                 # a session put there meanwhile is not replaced either
         os.replace(tmp, target)
     except OSError as exc:
         os.unlink(tmp)

@@ -81,7 +81,7 @@ class LiveLock:
         self.release()
 
 
-def hold_live_lock(session: str | Path) -> LiveLock:
+def hold_live_lock(session: str | Path, tries: int = ACQUIRE_TRIES) -> LiveLock:
     """Mark ``session`` as being recorded by this process until ``release()``.
 
     Call it before creating the session file and keep the returned handle for as long
@@ -89,14 +89,15 @@ def hold_live_lock(session: str | Path) -> LiveLock:
     lock, until the process ends); release it after the file is closed. Raises
     :class:`SessionBusyError` if another process holds the session and
     :class:`SessionFileError` if the sidecar cannot be made (e.g. a read-only folder);
-    both name the session. Without ``fcntl`` it returns a handle that holds nothing
+    both name the session; ``tries`` bounds the 20 ms waits for a checker. Without
+    ``fcntl`` it returns a handle that holds nothing
     (liveness then falls back on the file heuristic)."""
     session = Path(session)
     if fcntl is None:           # pragma: no cover
         return LiveLock(session, None)
     path = lock_path(session)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-    for _ in range(ACQUIRE_TRIES):
+    for _ in range(max(1, tries)):
         try:
             fd = os.open(path, flags, 0o644)
         except OSError as exc:

@@ -97,6 +97,7 @@ GPU_DETAIL_COLUMNS = ("t_s", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "temp
 # table, column and row, never half-read into a crash further on. Text columns take any
 # value as text (bytes that are not UTF-8 are decoded with U+FFFD); numbers must be
 # numbers, finite and in range; "!" marks a column that may not be NULL.
+BLOCK_ROWS = 8192               # rows per block when a table is streamed (~1 MB)
 TIME_LIMIT_S = 1e11              # about 3000 years: a bigger time is a damaged cell
 INT_LIMIT = 2**63
 _KINDS = {
@@ -138,6 +139,7 @@ class SessionReader:
         try:
             yield self._conn
         except sqlite3.DatabaseError as exc:
+            exc = schema.translate_error(self._conn, exc)
             raise SessionFileError(str(self.path), schema.describe_database_error(exc)) \
                 from None
         except sqlite3.Error as exc:
@@ -202,6 +204,14 @@ class SessionReader:
         with self._query() as c:
             rows = c.execute(f"SELECT {', '.join(select)} FROM {table} {where} "
                              f"ORDER BY {order}", params).fetchall()
+        return self._checked(rows, table, columns, kinds, where, params, state, order)
+
+    def _checked(self, rows: list, table: str, columns: tuple[str, ...],
+                 kinds: tuple[str, ...], where: str, params: tuple, state: bool,
+                 order: str) -> tuple[np.ndarray, list[str]]:
+        """Rows of numbers (after a ``state`` text column with ``state``) as a float
+        array, checked in numpy; a damaged cell is found (by reading the table again
+        through :meth:`_rows`) and named."""
         states: list[str] = []
         if state:
             states = [r[0] if isinstance(r[0], str) else self._text(r[0]) for r in rows]
@@ -227,6 +237,26 @@ class SessionReader:
         if data is not None and None not in states:
             return data, states      # every cell is right: 2**63 - 1 is 2.0**63 as a float
         raise self.damaged(f"{table} holds a value that is not a number")
+
+    def gpu_sample_blocks(self, block: int | None = None) -> Iterator[
+            tuple[np.ndarray, list[str]]]:
+        """Every GPU's samples in time order (then GPU), in blocks of ``block`` rows:
+        ``gpu``, GPU_SERIES_COLUMNS and GPU_DETAIL_COLUMNS[1:] as a float array, and
+        the states. One statement read as it goes (SQLite's sorter spills to disk),
+        so the memory held is a block's, whatever the session's length."""
+        block = block or BLOCK_ROWS
+        columns = ("gpu", *GPU_SERIES_COLUMNS, *GPU_DETAIL_COLUMNS[1:])
+        kinds = ("int!", *self._kinds(columns[1:]))
+        order = "t_s, gpu, rowid"
+        with self._query() as c:
+            cursor = c.execute(f"SELECT state, {', '.join(columns)} FROM gpu_sample "
+                               f"ORDER BY {order}")
+        while True:
+            with self._query():
+                rows = cursor.fetchmany(block)
+            if not rows:
+                return
+            yield self._checked(rows, "gpu_sample", columns, kinds, "", (), True, order)
 
     @staticmethod
     def _text(value: Any) -> str | None:

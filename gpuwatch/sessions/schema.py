@@ -22,6 +22,7 @@ refuses a version-2 file ("written by a newer gpuwatch") instead of misreading i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -29,8 +30,9 @@ import sqlite3
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from gpuwatch.sessions.errors import SessionFileError
+from gpuwatch.sessions.errors import SessionExistsError, SessionFileError
 
 APPLICATION_ID = 0x67707777      # "gpww"
 SCHEMA_VERSION = 2
@@ -150,11 +152,51 @@ CREATE INDEX IF NOT EXISTS {INDEX_PROCESS_CHANGES} ON process_change (process_id
 """
 
 
+# The tables (and the columns of each) a reader uses, per schema version. A file is read
+# only if each is a real table (not a view, not a virtual table) with these columns,
+# and the file holds no view and no trigger at all.
+_COMMON_TABLES = {
+    "session": ("id", "uuid", "host", "backend_kind", "driver_version", "scenario",
+                "interval_s", "started_at_s", "ended_at_s", "gpuwatch_version"),
+    "gpu": ("idx", "uuid", "name", "total_bytes"),
+    "gpu_sample": ("t_s", "gpu", "state", "used_bytes", "reserved_bytes", "total_bytes",
+                   "gpu_util_percent", "memory_busy_percent",
+                   "estimated_bandwidth_bytes_per_s", "pcie_tx_bytes_per_s",
+                   "pcie_rx_bytes_per_s", "temperature_c", "power_w"),
+    "hint": ("id", "code", "severity", "gpu", "pid", "title", "detail", "actions",
+             "first_seen_s", "last_seen_s", "closed_s"),
+    "event": ("t_s", "kind", "gpu", "pid", "detail"),
+    "budget_link": ("gpu", "pid", "label", "estimate", "linked_at_s"),
+    "process": ("id", "gpu", "pid", "name", "cmdline", "user", "container", "first_seen_s",
+                "last_seen_s", "peak_used_bytes"),
+}
+EXPECTED_TABLES = {
+    1: {**_COMMON_TABLES, "process_sample": ("t_s", "process_id", "used_bytes")},
+    2: {**_COMMON_TABLES, "process_change": ("process_id", "sample", "used_bytes", "listed")},
+}
+
+# The work one query may do, in SQLite virtual-machine steps: a fixed allowance plus
+# an amount per byte of the file (and its -wal). The heaviest statement of a report, a
+# CSV export or a replay takes about 0.2 steps per byte of the file (measured on 1 h of
+# the churn and 8-GPU scenarios), so the bound leaves a hundredfold margin; a file
+# whose definitions would make a query run far past that is refused as damaged
+# instead of hanging the reader (about a second per 5 MB of file at most).
+WORK_BASE_STEPS = 50_000_000
+WORK_STEPS_PER_BYTE = 20
+PROGRESS_EVERY = 100_000
+
+
 def prepare_new(path: Path) -> None:
     """Check that a new session file may be made at ``path``: nothing there yet, and its
     folder present (gpuwatch's own sessions folder is created; no other is)."""
     if os.path.lexists(path):
-        raise SessionFileError(str(path), "already exists; choose another file")
+        raise SessionExistsError(str(path), "already exists; choose another file")
+    prepare_folder(path)
+
+
+def prepare_folder(path: Path) -> None:
+    """The folder of a new session: it must exist, unless it is gpuwatch's own sessions
+    folder, which is created."""
     folder = path.parent
     if not folder.is_dir() and not _is_sessions_folder(folder):
         raise SessionFileError(str(path), f"cannot be created: the folder {folder} does "
@@ -165,16 +207,36 @@ def prepare_new(path: Path) -> None:
         raise SessionFileError(str(path), f"cannot be created ({exc})") from None
 
 
-def create(path: Path) -> sqlite3.Connection:
+def claim(path: Path) -> None:
+    """Create ``path`` as an empty file, exclusively (``O_CREAT | O_EXCL``, no link
+    followed): of two processes that pick the same name at the same instant, exactly
+    one gets it and the other is told it exists (:class:`SessionExistsError`)."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise SessionExistsError(str(path), "already exists; choose another file") from None
+    except OSError as exc:
+        raise SessionFileError(str(path), f"cannot be created ({exc.strerror or exc})") \
+            from None
+    os.close(fd)
+
+
+def create(path: Path, claimed: bool = False) -> sqlite3.Connection:
     """A new, empty session file.
 
-    Refuses anything already at the path (a file, a pipe, even a dangling link). A
-    missing folder is created only when it is gpuwatch's own sessions folder; a
-    user-given path in a folder that does not exist is refused."""
-    prepare_new(path)
+    Refuses anything already at the path (a file, a pipe, even a dangling link): the
+    file is created exclusively (:func:`claim`) unless the caller has ``claimed`` it
+    already. A missing folder is created only when it is gpuwatch's own sessions
+    folder; a user-given path in a folder that does not exist is refused."""
+    if not claimed:
+        prepare_new(path)
+        claim(path)
     try:
         conn = sqlite3.connect(path, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
+        _remove_claim(path)
         raise SessionFileError(str(path), f"cannot be created ({exc})") from None
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -185,8 +247,17 @@ def create(path: Path) -> sqlite3.Connection:
         conn.commit()
     except sqlite3.Error as exc:
         conn.close()
+        _remove_claim(path)
         raise SessionFileError(str(path), f"cannot be written ({exc})") from None
     return conn
+
+
+def _remove_claim(path: Path) -> None:
+    """A file this process claimed but could not make a session of: removed, with its
+    side files, so no empty or half-made session is left behind."""
+    for side in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        with contextlib.suppress(OSError):
+            side.unlink()
 
 
 def _is_sessions_folder(folder: Path) -> bool:
@@ -238,7 +309,55 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     if version < 1:
         conn.close()
         raise SessionFileError(str(path), f"has an unknown session schema ({version})")
+    try:
+        problem = schema_problem(conn, version)
+    except sqlite3.Error as exc:
+        problem = describe_database_error(exc)
+    except UnicodeDecodeError:
+        problem = "is damaged: its table definitions are not readable text"
+    if problem is not None:
+        conn.close()
+        raise SessionFileError(str(path), problem)
     return conn
+
+
+def schema_problem(conn: sqlite3.Connection, version: int) -> str | None:
+    """Why the file's tables are not the session tables of ``version``, or None.
+
+    Views, triggers and virtual tables are refused outright: a view can stand in for a
+    table with the right columns and run any query (an endless recursive one) when it
+    is read, and a virtual table runs a module's code. Other extra tables and indexes
+    are left alone (never read)."""
+    objects = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    for kind, name, sql in objects:
+        label = _shown_name(name)
+        if kind in ("view", "trigger"):
+            return (f"is not a plain session file: it holds a {kind} ({label}); views and "
+                    "triggers are not read")
+        if kind == "table" and isinstance(sql, str) and \
+                sql.lstrip()[:21].upper().split()[:2] == ["CREATE", "VIRTUAL"]:
+            return (f"is not a plain session file: {label} is a virtual table; only "
+                    "real tables are read")
+    tables = {name for kind, name, _ in objects if kind == "table"}
+    for table, columns in EXPECTED_TABLES[version].items():
+        if table not in tables:
+            return f"is damaged: it has no {table} table"
+        info = conn.execute(f"PRAGMA table_xinfo({table})").fetchall()
+        generated = [row[1] for row in info if row[6] in (2, 3)]
+        if generated:
+            return (f"is not a plain session file: {table}.{_shown_name(generated[0])} is a "
+                    "generated column; only stored values are read")
+        present = {row[1] for row in info}
+        missing = [c for c in columns if c not in present]
+        if missing:
+            return f"is damaged: the {table} table has no {missing[0]} column"
+    return None
+
+
+def _shown_name(name: object) -> str:
+    from gpuwatch.core.safe_text import clip
+
+    return clip(name if isinstance(name, str) else repr(name), 60)
 
 
 def decode_text(data: bytes) -> str:
@@ -269,10 +388,46 @@ def file_problem(path: Path) -> str | None:
     return None
 
 
+class QueryTooLongError(sqlite3.OperationalError):
+    """A query on a session did more work than a file of its size can need."""
+
+
 class _ReadConnection(sqlite3.Connection):
-    """A read-only connection that may own a temporary copy, removed on close."""
+    """A read-only connection that may own a temporary copy, removed on close, and
+    that bounds the work of each statement (see :data:`WORK_STEPS_PER_BYTE`)."""
 
     cleanup: tempfile.TemporaryDirectory | None = None
+    budget_calls = 0            # progress-handler calls one statement may take
+    _calls_left = 0
+    overran = False
+
+    def bound_work(self, file_bytes: int) -> None:
+        steps = WORK_BASE_STEPS + WORK_STEPS_PER_BYTE * max(0, file_bytes)
+        self.budget_calls = max(1, steps // PROGRESS_EVERY)
+        self._calls_left = self.budget_calls
+        self.set_progress_handler(self._progress, PROGRESS_EVERY)
+
+    def _progress(self) -> int:
+        self._calls_left -= 1
+        if self._calls_left < 0:
+            self.overran = True
+            return 1            # SQLite stops the statement: "interrupted"
+        return 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        self._calls_left = self.budget_calls      # each statement gets the whole budget
+        self.overran = False
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.OperationalError as exc:
+            raise self.translate(exc) from None
+
+    def translate(self, exc: sqlite3.OperationalError) -> sqlite3.OperationalError:
+        if self.overran:
+            return QueryTooLongError(
+                f"a query ran past {self.budget_calls * PROGRESS_EVERY:,} steps, far more "
+                "than a session of this size needs")
+        return exc
 
     def close(self) -> None:
         try:
@@ -306,12 +461,27 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
 
 
 def _connect(path: Path, params: str) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.as_uri()}?{params}", uri=True,
-                           factory=_ReadConnection)
+    conn = sqlite3.connect(f"{path.as_uri()}?{params}", uri=True, factory=_ReadConnection)
+    size = 0
+    for part in (path, Path(f"{path}-wal")):
+        with contextlib.suppress(OSError):
+            size += part.stat().st_size
+    conn.bound_work(size)  # type: ignore[attr-defined]
+    return conn
+
+
+def translate_error(conn: sqlite3.Connection, exc: sqlite3.Error) -> sqlite3.Error:
+    """``exc`` as :class:`QueryTooLongError` when the connection's work bound stopped
+    the statement (SQLite itself says only "interrupted")."""
+    if isinstance(conn, _ReadConnection) and isinstance(exc, sqlite3.OperationalError):
+        return conn.translate(exc)
+    return exc
 
 
 def describe_database_error(exc: sqlite3.DatabaseError) -> str:
     text = str(exc)
+    if isinstance(exc, QueryTooLongError):
+        return f"is damaged or not a plain session file: {text}"
     if "Could not decode" in text:
         return f"holds text that is not UTF-8 ({text})"
     if "not a database" in text:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import operator
+import os
 import sqlite3
 import uuid
 from collections import OrderedDict
@@ -27,7 +28,13 @@ from gpuwatch import __version__
 from gpuwatch.core.hints import Hint, HintEvent, HintEventKind, Severity
 from gpuwatch.core.snapshot import GpuState, ProcessSample, Snapshot
 from gpuwatch.sessions import schema
-from gpuwatch.sessions.liveness import hold_live_lock
+from gpuwatch.sessions.errors import SessionExistsError
+from gpuwatch.sessions.liveness import (
+    ACQUIRE_TRIES,
+    LiveLock,
+    SessionBusyError,
+    hold_live_lock,
+)
 
 HINT_CRITICAL_EVENT = "hint-critical"     # event kind: a hint opened as, or turned, critical
 # Ended processes remembered, so one that misses a single listing comes back on its own
@@ -75,14 +82,14 @@ def _by_key(proc: _Process) -> tuple:
 
 
 class SessionWriter:
-    def __init__(self, path: Path):
-        self.path = path
-        schema.prepare_new(path)
-        # held while the file is written, so no prune (here or in another process)
-        # takes a session that is still being recorded
-        self._live = hold_live_lock(path)
+    def __init__(self, path: Path, free_name: bool = False):
+        """Create the session file at ``path``, exclusively: nothing already there is
+        ever written over. With ``free_name`` (a name gpuwatch chose, not the user), a
+        taken ``path`` gives way to the next free one (``-2``, ``-3``...), so two
+        recorders started in the same second each keep their own session."""
+        self.path, self._live = _claim_session(Path(path), free_name)
         try:
-            self._conn = schema.create(path)
+            self._conn = schema.create(self.path, claimed=True)
             self._conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         except BaseException:
             self._live.release()
@@ -103,6 +110,7 @@ class SessionWriter:
         self._critical: set[tuple] = set()    # open hints that have been critical
         self._last_t = 0.0
         self.samples = 0
+        self.committed_samples = 0      # samples in the file for sure (committed)
 
     # -- session ---------------------------------------------------------------------
 
@@ -292,6 +300,7 @@ class SessionWriter:
     def commit(self) -> None:
         self._write_back()
         self._conn.commit()
+        self.committed_samples = self.samples
         self._forget_ended()
 
     def _write_back(self) -> None:
@@ -334,6 +343,49 @@ class SessionWriter:
         finally:
             self._conn.close()
             self._live.release()
+
+
+FREE_NAME_TRIES = 1000
+
+
+def numbered(path: Path, n: int) -> Path:
+    """``session-X.gpuwatch.sqlite`` -> ``session-X-n.gpuwatch.sqlite`` (n > 1)."""
+    if n <= 1:
+        return path
+    suffix = "".join(path.suffixes[-2:]) if path.name.endswith(".gpuwatch.sqlite") \
+        else path.suffix
+    return path.with_name(f"{path.name[: len(path.name) - len(suffix)]}-{n}{suffix}")
+
+
+def _claim_session(path: Path, free_name: bool) -> tuple[Path, LiveLock]:
+    """The path this writer owns, and its live lock: the lock is taken first (so no
+    prune takes the new file), then the file is created with ``O_EXCL``."""
+    schema.prepare_folder(path)
+    for n in range(1, FREE_NAME_TRIES + 1 if free_name else 2):
+        candidate = numbered(path, n)
+        if os.path.lexists(candidate):
+            if free_name:
+                continue
+            raise SessionExistsError(str(candidate), "already exists; choose another file")
+        try:
+            live = hold_live_lock(candidate, tries=1 if free_name else ACQUIRE_TRIES)
+        except SessionBusyError:
+            if free_name:
+                continue
+            raise
+        try:
+            schema.claim(candidate)
+        except SessionExistsError:
+            live.release()
+            if free_name:
+                continue
+            raise
+        except BaseException:
+            live.release()
+            raise
+        return candidate, live
+    raise SessionExistsError(str(path), f"and {FREE_NAME_TRIES - 1} numbered names after it "
+                                        "are taken; choose another file")
 
 
 _INT64 = range(-(2**63), 2**63)

@@ -10,7 +10,10 @@ Settings come from a throwaway file, so the picture does not depend on the user'
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +26,9 @@ from PySide6.QtCore import (
     qInstallMessageHandler,
 )
 
+from gpuwatch.core.output_paths import still_safe_to_replace
 from gpuwatch.core.snapshot import BackendKind
+from gpuwatch.sessions.protected import overwrite_problem
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 from gpuwatch.ui import app as app_module
 from gpuwatch.ui.live.budget_adapter import predict, request_from_cmdline
@@ -72,6 +77,33 @@ def quiet_offscreen_noise() -> Iterator[None]:
         qInstallMessageHandler(previous)
 
 
+def _image_format(out: Path) -> str:
+    """The image format ``out``'s extension names, if Qt can write it; else exit 2
+    before anything is rendered or written."""
+    from PySide6.QtGui import QImageWriter
+
+    suffix = out.suffix.lower().lstrip(".")
+    known = sorted(bytes(f.data()).decode("ascii", "replace").lower()
+                   for f in QImageWriter.supportedImageFormats())
+    if suffix not in known:
+        kind = f"images of type .{suffix}" if suffix else "an image without an extension"
+        print(f"gpuwatch: {out}: cannot write {kind}; end the screenshot's name in one "
+              f"of .{', .'.join(known)} (nothing was written)", file=sys.stderr)
+        raise SystemExit(2)
+    return suffix
+
+
+def _check_target(out: Path, inputs: tuple[str, ...]) -> str:
+    """The image format, once ``out`` is known to be writable and neither an input
+    nor a session; else exit 2."""
+    fmt = _image_format(out)
+    problem = overwrite_problem(out, "screenshot", [i for i in inputs if i])
+    if problem is not None:
+        print(f"gpuwatch: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+    return fmt
+
+
 def take_screenshot(opts: app_module.LaunchOptions) -> int:
     with quiet_offscreen_noise():
         return _take_screenshot(opts)
@@ -79,6 +111,7 @@ def take_screenshot(opts: app_module.LaunchOptions) -> int:
 
 def _take_screenshot(opts: app_module.LaunchOptions) -> int:
     assert opts.screenshot
+    _check_target(Path(opts.screenshot), (opts.demo or "",))    # before any sampling
     backend, banner, fallback = app_module.open_source(opts)
     app = app_module.application()
     settings = app_module.scratch_settings()
@@ -98,7 +131,7 @@ def _take_screenshot(opts: app_module.LaunchOptions) -> int:
         _prefill(window, demo or "", name, prefs.interval_s, opts.screenshot_after_s)
         window.set_sampling_state("● Sampling")
         window.show()
-        _finish(window, out)
+        _finish(window, out, (opts.demo or "",))
         return 0
 
     session = app_module.SamplingSession(backend, window, prefs.interval_s)
@@ -109,7 +142,7 @@ def _take_screenshot(opts: app_module.LaunchOptions) -> int:
     app.exec()
     session.stop()
     backend.close()
-    _finish(window, out)
+    _finish(window, out, (opts.demo or "",))
     return 0
 
 
@@ -152,7 +185,12 @@ def _prefill(window: MainWindow, demo: str, name: str, interval_s: float,
         window.refresh()
 
 
-def _finish(window: MainWindow, out: Path) -> None:
+def _finish(window: MainWindow, out: Path, inputs: tuple[str, ...] = ()) -> None:
+    """Render the window into ``out``. Nothing at ``out`` is touched until the image
+    is whole: the format is checked first (an extension Qt cannot encode is refused,
+    exit 2), the image goes to a temporary file beside ``out`` and is renamed over it,
+    and an input or a session is never the target (exit 2)."""
+    fmt = _check_target(out, inputs)
     app = app_module.application()
     for _ in range(3):
         app.processEvents()
@@ -161,9 +199,24 @@ def _finish(window: MainWindow, out: Path) -> None:
     window.plots.refresh(force=True)
     window.processes.refresh()
     app.processEvents()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not window.grab().save(str(out)):
-        print(f"gpuwatch: could not write {out}", file=sys.stderr)
-        raise SystemExit(1)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    except OSError as exc:
+        print(f"gpuwatch: could not write {out} ({exc.strerror or exc})", file=sys.stderr)
+        raise SystemExit(1) from None
+    os.close(fd)
+    try:
+        if not window.grab().save(tmp, fmt):
+            raise OSError(f"Qt could not encode the image as {fmt}")
+        os.chmod(tmp, 0o644)
+        if not still_safe_to_replace(out) or \
+                overwrite_problem(out, "screenshot", [i for i in inputs if i]):
+            raise OSError("something else was put there meanwhile")
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        print(f"gpuwatch: could not write {out} ({exc.strerror or exc})", file=sys.stderr)
+        raise SystemExit(1) from None
     window.hide()
     window.deleteLater()

@@ -476,7 +476,7 @@ def test_wrong_typed_cells_are_refused_naming_the_cell(session, tmp_path, capsys
     before = sha(session)
     for fmt in ("json", "html", "csv"):
         code, _, err = run(capsys, "report", str(session), "--format", fmt, "-o",
-                           str(tmp_path / f"r.{fmt}"))
+                           str(tmp_path / ("r.zip" if fmt == "csv" else f"r.{fmt}")))
         assert code == 2 and str(session) in err and "is damaged" in err, err
         assert words in err and "Traceback" not in err
     assert sha(session) == before and names(session.parent) == [session.name]
