@@ -30,7 +30,7 @@ from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.family_spec import quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
-from gpuwatch.budget.states import live_layer_bytes, model_states
+from gpuwatch.budget.states import gathered_bytes, model_states
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
 
@@ -308,13 +308,15 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     optimizer, step_temp = states.optimizer, states.step_temp
     host = 0.0
     if setup.zero == 3:
-        weights += live_layer_bytes(spec, p, setup)
+        weights += gathered_bytes(spec, setup)
     if train and setup.offload:
-        host += optimizer + step_temp
-        optimizer = step_temp = 0.0
+        # DeepSpeed's offload: the optimizer step runs on the CPU over fp32 gradients
+        # there, so no gradient partition stays on the GPU
+        host += optimizer + step_temp + grads
+        optimizer = step_temp = grads = 0.0
         if setup.offload == "params":
             host += states.weights
-            weights = live_layer_bytes(spec, p, setup)
+            weights = gathered_bytes(spec, setup)
 
     loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
     copies, layer_copies = autocast_weight_copies(spec, p, setup) if train else (0.0, 0.0)
