@@ -290,6 +290,10 @@ def cases() -> list[Case]:
                         precision="amp-bf16", keep_logits=True, flash=fam != "gpt2"))
         out.append(Case(f"{fam} bf16 checkpointing", s[fam], impl[fam], b, t, precision="bf16",
                         checkpointing="full", flash=fam != "gpt2"))
+    out.append(Case("llama amp-bf16 checkpointing", s["llama"], sdpa["llama"], 2, 1024,
+                    precision="amp-bf16", checkpointing="full"))
+    out.append(Case("llama LoRA 8 q,v bf16 2k", s["llama"], sdpa["llama"], 1, 2048,
+                    precision="bf16", lora=8))
     for fam, targets in (("llama", "q,v"), ("qwen", "all-linear")):
         out.append(Case(f"{fam} LoRA 16 {targets} bf16", s[fam], sdpa[fam], 2, 1024,
                         precision="bf16", lora=16, lora_targets=targets))

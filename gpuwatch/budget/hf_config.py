@@ -92,8 +92,8 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
 
 def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
     kind = family_of(cfg)
-    if kind in READERS:
-        return READERS[kind](cfg, name)
+    if kind in READERS:  # each reader sees the family it was chosen for
+        return READERS[kind]({**cfg, "model_type": kind}, name)
     dropout = fraction(cfg, "resid_pdrop", "hidden_dropout_prob", "dropout_rate",
                         "hidden_dropout")
     if kind == "gpt2" or (not kind and "n_embd" in cfg):

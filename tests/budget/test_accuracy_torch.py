@@ -2,6 +2,7 @@
 
 A few small rows of ``benchmarks/accuracy.py``, one per regime the closed forms split
 on: autocast with GPT-2's ``gelu_new`` and eager attention, bf16 with checkpointing,
+autocast with checkpointing (the checkpointed layers' 16-bit weight copies freed),
 LoRA on a frozen base, eager and SDPA prefills with a KV cache, Adafactor on a CNN.
 """
 
@@ -48,6 +49,8 @@ def _rows(acc):
     return [
         acc.Case("gpt2 amp", gpt2, eager(gpt2), 2, 256, precision="amp-bf16", flash=False),
         acc.Case("llama ckpt", llama, sdpa(llama), 2, 256, precision="bf16",
+                 checkpointing="full"),
+        acc.Case("llama amp ckpt", llama, sdpa(llama), 2, 256, precision="amp-bf16",
                  checkpointing="full"),
         acc.Case("llama lora", llama, sdpa(llama), 2, 256, precision="bf16", lora=8,
                  lora_targets="all-linear"),
