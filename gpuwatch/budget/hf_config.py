@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from gpuwatch.budget.bounds import MAX_PARAMS, bound_text
-from gpuwatch.budget.config_fields import FIELD, flag, fraction, text, whole
+from gpuwatch.budget.config_fields import FIELD, LIMITS, flag, fraction, text, whole
 from gpuwatch.budget.counts import format_count
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.families import READERS
@@ -82,6 +82,9 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
         cfg = cfg["text_config"]
         if "model_type" not in cfg and isinstance(outer, str):
             cfg = {**cfg, "model_type": {"gemma3": "gemma3_text"}.get(outer.lower(), outer)}
+    for key in LIMITS:  # every size field present is checked, read or not
+        if cfg.get(key) is not None:
+            whole(cfg, key)
     try:
         return _spec(cfg, name)
     except BudgetError as e:
