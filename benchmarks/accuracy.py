@@ -47,6 +47,7 @@ except ImportError:  # pragma: no cover
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cnn_style import VGG16, ResNet50, UNet
 from hf_style import GPT2LM, BertMLM, CausalLM, LlamaLM, ViTClassifier, add_lora
+from yolo_style import YOLOv5s
 
 from gpuwatch.budget import Setup, TransformerSpec, Workload, estimate, lookup_model
 from gpuwatch.budget.workload import lora_target_set
@@ -313,6 +314,10 @@ def cases() -> list[Case]:
         spec = lookup_model(name, (128, 128))
         for opt in ("momentum", "adafactor"):
             out.append(Case(f"{name} {opt} fp32", spec, build, 16, image=128, optimizer=opt))
+    yolo = lookup_model("yolov5s", (320, 320))
+    for prec in ("fp32", "amp-bf16"):
+        out.append(Case(f"yolov5s momentum {prec}", yolo, YOLOv5s, 4, image=320,
+                        optimizer="momentum", precision=prec))
     unet = lookup_model("sd15-unet", (512, 512))
     out.append(Case("sd15-unet fp32 eager", unet, UNet, 1, image=512, diffusion=True,
                     flash=False))

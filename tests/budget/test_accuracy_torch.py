@@ -3,7 +3,8 @@
 A few small rows of ``benchmarks/accuracy.py``, one per regime the closed forms split
 on: autocast with GPT-2's ``gelu_new`` and eager attention, bf16 with checkpointing,
 autocast with checkpointing (the checkpointed layers' 16-bit weight copies freed),
-LoRA on a frozen base, eager and SDPA prefills with a KV cache, Adafactor on a CNN.
+LoRA on a frozen base, eager and SDPA prefills with a KV cache, Adafactor on a CNN,
+YOLOv5s (its stem, and the tensors that only feed a concatenation, an add or an upsample).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def acc():
 
 def _rows(acc):
     from cnn_style import ResNet18
+    from yolo_style import YOLOv5s
 
     from gpuwatch.budget import TransformerSpec, lookup_model
 
@@ -57,6 +59,8 @@ def _rows(acc):
         acc.Case("llama infer eager", llama, sdpa(llama, "eager"), 2, 256, mode="infer",
                  precision="bf16", flash=False),
         acc.Case("llama infer sdpa", llama, sdpa(llama), 2, 256, mode="infer", precision="bf16"),
+        acc.Case("yolov5s", lookup_model("yolov5s", (128, 128)), YOLOv5s, 2, image=128,
+                 optimizer="momentum"),
         acc.Case("resnet adafactor", lookup_model("resnet-18", (64, 64)), ResNet18, 4,
                  image=64, optimizer="adafactor"),
     ]
