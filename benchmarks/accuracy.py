@@ -47,6 +47,7 @@ except ImportError:  # pragma: no cover
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cnn_style import VGG16, ResNet50, UNet
 from hf_style import GPT2LM, BertMLM, CausalLM, LlamaLM, ViTClassifier, add_lora
+from t5_style import T5
 from yolo_style import YOLOv5s
 
 from gpuwatch.budget import Setup, TransformerSpec, Workload, estimate, lookup_model
@@ -314,6 +315,10 @@ def cases() -> list[Case]:
         spec = lookup_model(name, (128, 128))
         for opt in ("momentum", "adafactor"):
             out.append(Case(f"{name} {opt} fp32", spec, build, 16, image=128, optimizer=opt))
+    t5 = replace(lookup_model("t5-base"), layers=2, decoder_layers=2)
+    for prec in ("fp32", "bf16", "amp-bf16"):
+        out.append(Case(f"t5 {prec} eager", t5, lambda: T5(t5), 4, 512, precision=prec,
+                        flash=False))
     yolo = lookup_model("yolov5s", (320, 320))
     for prec in ("fp32", "amp-bf16"):
         out.append(Case(f"yolov5s momentum {prec}", yolo, YOLOv5s, 4, image=320,

@@ -83,8 +83,12 @@ def norm_saved(
     """
     src = p.residual_bytes if residual else p.act_bytes
     if spec.norm == "rmsnorm":
-        if quirks_of(spec).norm_style == "gemma":
+        style = quirks_of(spec).norm_style
+        if style == "gemma":
             return 4.0 + (0.0 if frozen else 4.0)
+        if style == "t5":  # an fp32 copy for the square (the input itself when fp32),
+            # the input for the product, the normalized tensor for the weight
+            return 4.0 + (src if src != 4 else 0.0) + (0.0 if frozen else src)
         return 4.0 + (0.0 if frozen else src)
     return float(src)
 
@@ -153,13 +157,17 @@ def _attention(
     return par + extra, per_score * b * spec.heads * s * s_kv
 
 
-def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = False) -> float:
+def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = False,
+         mask_bytes: float = 1.0) -> float:
     """Gated: gate, up, act(gate) and the product (not kept for a frozen down projection).
     GELU: its input and output; GPT-2's ``gelu_new``, written out in elementwise ops,
     keeps five ffn-wide tensors (input, tanh, 0.5·x, 1 + tanh, output)."""
     e, f, h = p.act_bytes, spec.ffn_size, spec.hidden
+    q = quirks_of(spec)
     gated = 3 if frozen else 4
-    if spec.gated_mlp:
+    if spec.gated_mlp and spec.activation == "gelu_new":  # T5 v1.1: gelu_new written out
+        kept = gated + 3
+    elif spec.gated_mlp:
         kept = gated
     elif spec.activation == "relu":  # ReLU keeps its output, which the next matmul reads
         kept = 1
@@ -167,10 +175,11 @@ def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = Fal
         kept = 5 if spec.activation == "gelu_new" else 2
         kept -= 1 if frozen else 0
     per_expert = kept * f
+    if q.ffn_dropout and spec.dropout > 0:  # the dropped copy, which the output reads
+        per_expert += f * (1 + mask_bytes / e)
     if spec.experts == 1:
         return e * b * s * per_expert
     k = spec.experts_per_token
-    q = quirks_of(spec)
     # shared experts: a gated MLP on every token (and the product with its sigmoid gate)
     shared = e * b * s * (gated * q.shared_ffn + (h if q.shared_gate else 0))
     # routed copies of the input and output per expert, router logits in fp32
@@ -202,7 +211,7 @@ def layer_activations(
     if cross_s:
         cpar, cscores = _attention(spec, p, opt, b, s, cross_s)
         par, scores = par + cpar, scores + cscores
-    par += _mlp(spec, p, b, s, opt.frozen)
+    par += _mlp(spec, p, b, s, opt.frozen, opt.mask_bytes)
     if opt.frozen and "o" in opt.adapted:
         par += opt.adapter_bytes * b * s * spec.heads * spec.d
     if opt.frozen and "down" in opt.adapted:
@@ -217,6 +226,8 @@ def embedding_activations(
     q = quirks_of(spec)
     rate = q.embed_dropout if q.family else spec.dropout
     mask = opt.mask_bytes if rate > 0 else 0.0
+    if spec.decoder_layers:  # an embedding dropout per stack
+        mask *= 2
     ln = p.residual_bytes if spec.arch == "encoder" or q.embed_norm else 0
     patches = p.act_bytes * b * spec.channels * s * spec.patch**2 if spec.arch == "vit" else 0
     return b * s * spec.hidden * (mask + ln) + patches
@@ -235,6 +246,11 @@ def head_activations(
         return b * h * (s * norm_saved(spec, p, opt.frozen) + r)
     head_in = 0.0 if opt.frozen else (e if autocast(p) else r)
     norm = norm_saved(spec, p, opt.frozen) if quirks_of(spec).final_norm else 0.0
+    if spec.decoder_layers:
+        # the encoder's final norm and its output (the cross-attentions' keys and values
+        # read it), and a dropout mask after each stack's final norm
+        mask = opt.mask_bytes if spec.dropout > 0 else 0.0
+        norm += norm_saved(spec, p, opt.frozen) + r + 2 * mask
     return b * s * h * (norm + head_in)
 
 
@@ -251,8 +267,11 @@ def loss_activations(
     if spec.arch == "vit" or not spec.vocab:
         return 0.0
     # Gemma-2's tanh soft-capping of the logits keeps tanh's output for its backward
-    softcap = p.act_bytes if quirks_of(spec).logit_softcap else 0
-    return b * s * spec.vocab * (3 * 4 + softcap + (p.act_bytes if keep_logits else 0))
+    q = quirks_of(spec)
+    softcap = p.act_bytes if q.logit_softcap else 0
+    # T5 takes the loss on the logits as they are: 16-bit without autocast
+    per = 3 * (4 if q.loss_upcast or autocast(p) else p.act_bytes)
+    return b * s * spec.vocab * (per + softcap + (p.act_bytes if keep_logits else 0))
 
 
 def inference_activations(

@@ -330,8 +330,9 @@ def explain(
                 "--config or --layers/--hidden for exact activations."
             )
     if isinstance(spec, TransformerSpec) and quirks_of(spec).eager_only:
-        notes.append(f"{quirks_of(spec).family} attention adds ALiBi biases in Hugging Face's "
-                     "eager code, which has no fused path: the a·s² scores are counted.")
+        notes.append(f"{quirks_of(spec).family} attention adds position biases (ALiBi, or "
+                     "T5's relative bias) in Hugging Face's eager code, which has no fused "
+                     "path: the a·s² scores are counted.")
     elif isinstance(spec, TransformerSpec) or spec.has_attention:
         notes.append(_attention_note(est))
     if isinstance(spec, TransformerSpec) and quirks_of(spec).family:

@@ -20,8 +20,9 @@ class Quirks:
     """What a family does differently from a Llama-style decoder (the defaults)."""
 
     family: str = "llama"  # the model_type read
-    # RMSNorm flavour: "llama" (fp32 upcast, cast back before the weight) or "gemma"
-    # (all in fp32, weight applied as 1 + w, then cast back)
+    # RMSNorm flavour: "llama" (fp32 upcast, cast back before the weight), "gemma"
+    # (all in fp32, weight applied as 1 + w, then cast back) or "t5" (squares an fp32
+    # copy, multiplies the input itself)
     norm_style: str = "llama"
     norm_bias: bool = True  # a LayerNorm's bias (MPT has none)
     layer_norms: int = 2  # norms on the residual path per layer (Falcon-7B, Phi-2: 1)
@@ -49,12 +50,22 @@ class Quirks:
     kv_lora_rank: int = 0
     rope_head_dim: int = 0
     v_head_dim: int = 0
-    eager_only: bool = False  # BLOOM, MPT: ALiBi in Hugging Face's eager code only
+    eager_only: bool = False  # BLOOM, MPT, T5: position biases in eager code only
     fp32_softmax: bool = True  # eager softmax in fp32 (``dtype=torch.float32``)
+    loss_upcast: bool = True  # the loss on fp32 logits (T5: on the logits' own dtype)
+    ffn_dropout: bool = False  # T5: dropout between the MLP's activation and its output
 
     @property
     def mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+
+def t5_quirks(dropout: float) -> Quirks:
+    """T5 as transformers runs it: T5LayerNorm, eager attention with a relative position
+    bias, dropout inside the MLP, the loss on the logits in their own dtype."""
+    return Quirks(family="t5", norm_style="t5", rotary=False, eager_only=True,
+                  loss_upcast=False, ffn_dropout=True, attention_dropout=dropout,
+                  embed_dropout=dropout)
 
 
 def quirks_of(spec: TransformerSpec) -> Quirks:
@@ -125,7 +136,7 @@ class FamilySpec(TransformerSpec):
         return groups
 
     def param_groups(self) -> tuple[ParamGroup, ...]:
-        if self.count_only:
+        if self.count_only or self.arch != "decoder":  # T5 keeps the generic layout
             return super().param_groups()
         q, h, V, L = self.quirks, self.hidden, self.vocab, self.layers
         e = q.embed_dim or h
@@ -152,12 +163,14 @@ class FamilySpec(TransformerSpec):
 
     @property
     def active_params(self) -> int:
-        if self.experts == 1:
+        if self.experts == 1 or self.arch != "decoder":
             return self.params
         idle = self.experts - self.experts_per_token
         ins = 2 if self.gated_mlp else 1
         return self.params - idle * (ins + 1) * self.hidden * self.ffn_size * self.moe_layers
 
     def layer_params(self) -> int:
+        if self.arch != "decoder":
+            return super().layer_params()
         per_layer = sum(p.numel for p in self.param_groups() if p.per_layer)
         return per_layer // max(1, self.layers)

@@ -21,6 +21,7 @@ from gpuwatch.budget.config_fields import FIELD, LIMITS, flag, fraction, text, w
 from gpuwatch.budget.counts import format_count
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.families import READERS
+from gpuwatch.budget.family_spec import FamilySpec, t5_quirks
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.core.units import shown
 
@@ -130,8 +131,10 @@ def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
     if kind in ("t5", "mt5", "umt5") or (
             not kind and "d_model" in cfg and "num_decoder_layers" in cfg):
         layers = whole(cfg, "num_layers")
-        gated = text(cfg, "feed_forward_proj", "relu").startswith("gated")
-        return TransformerSpec(
+        proj = text(cfg, "feed_forward_proj", "relu")
+        gated = proj.startswith("gated")
+        act = proj.removeprefix("gated-")
+        return FamilySpec(
             name,
             layers,
             whole(cfg, "d_model"),
@@ -147,6 +150,8 @@ def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
             tied_embeddings=flag(cfg, "tie_word_embeddings", True),
             norm="rmsnorm",
             dropout=dropout,
+            activation="gelu_new" if act == "gelu" else act,  # HF maps gated-gelu so
+            quirks=t5_quirks(dropout),
         )
     if kind in ("vit", "deit", "dinov2"):
         return TransformerSpec(
