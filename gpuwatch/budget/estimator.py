@@ -31,6 +31,7 @@ from gpuwatch.budget.family_spec import quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import gathered_bytes, model_states
+from gpuwatch.budget.weight_copies import autocast_weight_copies
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
 
@@ -222,32 +223,6 @@ def kv_cache_bytes(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) ->
     layers = spec.decoder_layers or spec.layers
     per_layer_tokens = wl.kv_context + (wl.seq if spec.decoder_layers else 0)
     return 2 * layers * width * per_layer_tokens * wl.batch * kvb / setup.tp / setup.pp
-
-
-def autocast_weight_copies(
-    spec: ModelSpec, p: Precision, setup: Setup
-) -> tuple[float, float]:
-    """(copies held, one re-run layer's copies) of autocast's 16-bit matmul weights.
-
-    Autocast caches a 16-bit copy of every matmul and convolution weight, which the
-    backward pass keeps. Under full checkpointing the copies a checkpointed layer made
-    are freed when the forward pass ends (its saved tensors are discarded); its re-run
-    in backward makes them again, one layer at a time. So a checkpointed transformer
-    holds only the copies outside its layers (embeddings, a tied or separate head), plus
-    one layer's during its re-run.
-    """
-    if not p.name.startswith("amp"):
-        return 0.0, 0.0
-    kinds = ("linear", "conv")
-    groups = spec.param_groups()
-    outside = sum(g.numel for g in groups if g.kind in kinds and not g.per_layer)
-    inside = sum(g.numel for g in groups if g.kind in kinds and g.per_layer)
-    if isinstance(spec, TransformerSpec) and spec.tied_embeddings and spec.vocab:
-        outside += spec.vocab * (quirks_of(spec).embed_dim or spec.hidden)  # the tied head
-    scale = 2 / setup.tp / setup.pp
-    if setup.checkpointing == "full" and isinstance(spec, TransformerSpec) and setup.pp == 1:
-        return outside * scale, inside / max(1, spec.total_layers) * scale
-    return (outside + inside) * scale, 0.0
 
 
 def check_consistent(spec: ModelSpec, wl: Workload, setup: Setup) -> None:
