@@ -47,6 +47,8 @@ except ImportError:  # pragma: no cover
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cnn_style import VGG16, ResNet50, UNet
 from hf_style import GPT2LM, BertMLM, CausalLM, LlamaLM, ViTClassifier, add_lora
+from t5_style import T5
+from yolo_style import YOLOv5s
 
 from gpuwatch.budget import Setup, TransformerSpec, Workload, estimate, lookup_model
 from gpuwatch.budget.workload import lora_target_set
@@ -290,6 +292,10 @@ def cases() -> list[Case]:
                         precision="amp-bf16", keep_logits=True, flash=fam != "gpt2"))
         out.append(Case(f"{fam} bf16 checkpointing", s[fam], impl[fam], b, t, precision="bf16",
                         checkpointing="full", flash=fam != "gpt2"))
+    out.append(Case("llama amp-bf16 checkpointing", s["llama"], sdpa["llama"], 2, 1024,
+                    precision="amp-bf16", checkpointing="full"))
+    out.append(Case("llama LoRA 8 q,v bf16 2k", s["llama"], sdpa["llama"], 1, 2048,
+                    precision="bf16", lora=8))
     for fam, targets in (("llama", "q,v"), ("qwen", "all-linear")):
         out.append(Case(f"{fam} LoRA 16 {targets} bf16", s[fam], sdpa[fam], 2, 1024,
                         precision="bf16", lora=16, lora_targets=targets))
@@ -309,6 +315,14 @@ def cases() -> list[Case]:
         spec = lookup_model(name, (128, 128))
         for opt in ("momentum", "adafactor"):
             out.append(Case(f"{name} {opt} fp32", spec, build, 16, image=128, optimizer=opt))
+    t5 = replace(lookup_model("t5-base"), layers=2, decoder_layers=2)
+    for prec in ("fp32", "bf16", "amp-bf16"):
+        out.append(Case(f"t5 {prec} eager", t5, lambda: T5(t5), 4, 512, precision=prec,
+                        flash=False))
+    yolo = lookup_model("yolov5s", (320, 320))
+    for prec in ("fp32", "amp-bf16"):
+        out.append(Case(f"yolov5s momentum {prec}", yolo, YOLOv5s, 4, image=320,
+                        optimizer="momentum", precision=prec))
     unet = lookup_model("sd15-unet", (512, 512))
     out.append(Case("sd15-unet fp32 eager", unet, UNet, 1, image=512, diffusion=True,
                     flash=False))

@@ -353,7 +353,8 @@ class CausalLM(nn.Module):
 
     def forward(self, ids, labels):
         logits = self.model.head(self.model.body(ids))
-        flat = logits.float().view(-1, logits.shape[-1])
+        upcast = getattr(self.model, "loss_upcast", True)  # T5: the logits' own dtype
+        flat = (logits.float() if upcast else logits).view(-1, logits.shape[-1])
         if self.shift:  # ForCausalLMLoss: pad the labels by one and shift them left
             labels = F.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
         return F.cross_entropy(flat, labels.view(-1), ignore_index=-100), logits

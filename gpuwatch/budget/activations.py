@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwatch.budget.family_spec import quirks_of
 from gpuwatch.budget.precision import Precision
 from gpuwatch.budget.specs import TransformerSpec
 
@@ -68,16 +69,28 @@ def autocast(p: Precision) -> bool:
     return p.residual_bytes != p.act_bytes
 
 
-def norm_saved(spec: TransformerSpec, p: Precision, frozen: bool = False) -> float:
+def norm_saved(
+    spec: TransformerSpec, p: Precision, frozen: bool = False, residual: bool = True
+) -> float:
     """Bytes per token·hidden a norm keeps for its own backward.
 
     LayerNorm keeps its input. HF's RMSNorm upcasts its input to fp32 (kept by
     ``pow`` and the ``rsqrt`` product) and keeps the normalized tensor, cast back to the
     input's dtype, for the product with its weight (not when the weight is frozen).
+    Gemma's RMSNorm multiplies by ``1 + w`` in fp32 before casting back, so it keeps the
+    normalized tensor in fp32. ``residual`` False: the norm reads a projection's output
+    (Gemma-2's post-norms, per-head q/k norms), in the matmul dtype.
     """
+    src = p.residual_bytes if residual else p.act_bytes
     if spec.norm == "rmsnorm":
-        return 4.0 + (0.0 if frozen else p.residual_bytes)
-    return float(p.residual_bytes)
+        style = quirks_of(spec).norm_style
+        if style == "gemma":
+            return 4.0 + (0.0 if frozen else 4.0)
+        if style == "t5":  # an fp32 copy for the square (the input itself when fp32),
+            # the input for the product, the normalized tensor for the weight
+            return 4.0 + (src if src != 4 else 0.0) + (0.0 if frozen else src)
+        return 4.0 + (0.0 if frozen else src)
+    return float(src)
 
 
 def read_by(p: Precision, opt: ActivationOptions, readers: tuple[str, ...]) -> float:
@@ -93,17 +106,29 @@ def read_by(p: Precision, opt: ActivationOptions, readers: tuple[str, ...]) -> f
 
 
 def attention_readers(spec: TransformerSpec) -> tuple[str, ...]:
+    if quirks_of(spec).mla:  # the q (or q_a) and kv_a projections
+        return ("q", "kv_a")
     return ("qkv",) if spec.fused_qkv else ("q", "k", "v")
 
 
 def mlp_readers(spec: TransformerSpec) -> tuple[str, ...]:
+    if quirks_of(spec).fused_gate_up:
+        return ("gate_up",)
     return ("gate", "up") if spec.gated_mlp else ("up",)
 
 
 def softmax_bytes(spec: TransformerSpec, p: Precision) -> int:
-    """HF's eager Llama-family attention softmaxes in fp32 explicitly; GPT-2 and BERT in
-    the scores' dtype, which autocast makes fp32."""
-    return 4 if (autocast(p) or spec.norm == "rmsnorm") else p.act_bytes
+    """HF's eager Llama-family attention softmaxes in fp32 explicitly (as most families'
+    ``eager_attention_forward`` do); GPT-2, BERT and OPT in the scores' dtype, which
+    autocast makes fp32."""
+    fp32 = quirks_of(spec).fp32_softmax or spec.norm == "rmsnorm"
+    return 4 if (autocast(p) or fp32) else p.act_bytes
+
+
+def attention_dropout(spec: TransformerSpec) -> float:
+    """The dropout on attention probabilities: a family's own rate, else the model's."""
+    q = quirks_of(spec)
+    return q.attention_dropout if q.family else spec.dropout
 
 
 def _attention(
@@ -111,35 +136,54 @@ def _attention(
 ) -> tuple[float, float]:
     """(parallel bytes, score bytes) of one attention block: queries s, keys s_kv."""
     e = p.act_bytes
+    q = quirks_of(spec)
     hq, hkv = spec.heads * spec.d, spec.kv * spec.d
-    mask = opt.mask_bytes if spec.dropout > 0 else 0.0
+    mask = opt.mask_bytes if attention_dropout(spec) > 0 else 0.0
+    # a fused q/k/v projection whose q and k are rotated into new tensors: the slice of
+    # v that attention keeps holds the whole fused output, q and k parts included
+    extra = e * b * (s * hq + s_kv * hkv) if spec.fused_qkv and q.rotary else 0.0
+    if q.qk_norm:  # per-head norms on q and k, each reading a projection's output
+        extra += norm_saved(spec, p, opt.frozen, residual=False) * b * (s * hq + s_kv * hkv)
     if opt.flash:
         # q, k, v (GQA width) and the kernel's output, which is already laid out for the
         # output projection (no copy), plus the fp32 log-sum-exp per head and query
         par = e * b * (2 * s * hq + 2 * s_kv * hkv) + 4 * b * spec.heads * s
-        return par, 0.0
+        return par + extra, 0.0
     par = e * b * (2 * s * hq + 2 * s_kv * hq)  # q, context; k and v expanded to every head
     softmax = softmax_bytes(spec, p)
     per_score = softmax + mask + (e if (mask or softmax != e) else 0)
-    return par, per_score * b * spec.heads * s * s_kv
+    if q.attn_softcap:  # tanh(scores / cap) · cap: tanh keeps its output
+        per_score += e
+    return par + extra, per_score * b * spec.heads * s * s_kv
 
 
-def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = False) -> float:
+def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = False,
+         mask_bytes: float = 1.0) -> float:
     """Gated: gate, up, act(gate) and the product (not kept for a frozen down projection).
     GELU: its input and output; GPT-2's ``gelu_new``, written out in elementwise ops,
     keeps five ffn-wide tensors (input, tanh, 0.5·x, 1 + tanh, output)."""
     e, f, h = p.act_bytes, spec.ffn_size, spec.hidden
-    if spec.gated_mlp:
-        kept = 3 if frozen else 4
+    q = quirks_of(spec)
+    gated = 3 if frozen else 4
+    if spec.gated_mlp and spec.activation == "gelu_new":  # T5 v1.1: gelu_new written out
+        kept = gated + 3
+    elif spec.gated_mlp:
+        kept = gated
+    elif spec.activation == "relu":  # ReLU keeps its output, which the next matmul reads
+        kept = 1
     else:
         kept = 5 if spec.activation == "gelu_new" else 2
         kept -= 1 if frozen else 0
     per_expert = kept * f
+    if q.ffn_dropout and spec.dropout > 0:  # the dropped copy, which the output reads
+        per_expert += f * (1 + mask_bytes / e)
     if spec.experts == 1:
         return e * b * s * per_expert
     k = spec.experts_per_token
+    # shared experts: a gated MLP on every token (and the product with its sigmoid gate)
+    shared = e * b * s * (gated * q.shared_ffn + (h if q.shared_gate else 0))
     # routed copies of the input and output per expert, router logits in fp32
-    return e * b * s * k * (per_expert + 2 * h) + 4 * b * s * spec.experts
+    return e * b * s * k * (per_expert + 2 * h) + 4 * b * s * spec.experts + shared
 
 
 def layer_activations(
@@ -147,19 +191,27 @@ def layer_activations(
 ) -> LayerActivations:
     """Saved bytes of one layer; ``cross_s`` > 0 adds cross-attention (T5 decoder)."""
     r, h = p.residual_bytes, spec.hidden
+    q = quirks_of(spec)
     mask = opt.mask_bytes if spec.dropout > 0 else 0.0
     norm = norm_saved(spec, p, opt.frozen)
     attn_in = read_by(p, opt, attention_readers(spec))
     mlp_in = read_by(p, opt, mlp_readers(spec))
-    # per block: what the norm keeps, its output as the next matmuls keep it, the
-    # dropout mask on the residual
-    blocks = (norm + attn_in + mask) * (2 if cross_s else 1) + norm + mlp_in + mask
+    if q.parallel and q.layer_norms == 1:  # one norm whose output both blocks read
+        blocks = norm + read_by(p, opt, attention_readers(spec) + mlp_readers(spec)) + 2 * mask
+    elif q.parallel:  # two norms of the same input: a LayerNorm's saved input is shared
+        second = norm if spec.norm == "rmsnorm" else 0.0
+        blocks = norm + second + attn_in + mlp_in + 2 * mask
+    else:
+        # per block: what the norm keeps, its output as the next matmuls keep it, the
+        # dropout mask on the residual (and Gemma-2's norms on each block's output)
+        blocks = (norm + attn_in + mask) * (2 if cross_s else 1) + norm + mlp_in + mask
+        blocks += q.post_norms * norm_saved(spec, p, opt.frozen, residual=False)
     replicated = b * s * h * blocks
     par, scores = _attention(spec, p, opt, b, s, s)
     if cross_s:
         cpar, cscores = _attention(spec, p, opt, b, s, cross_s)
         par, scores = par + cpar, scores + cscores
-    par += _mlp(spec, p, b, s, opt.frozen)
+    par += _mlp(spec, p, b, s, opt.frozen, opt.mask_bytes)
     if opt.frozen and "o" in opt.adapted:
         par += opt.adapter_bytes * b * s * spec.heads * spec.d
     if opt.frozen and "down" in opt.adapted:
@@ -171,8 +223,12 @@ def embedding_activations(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
 ) -> float:
     """The embedding stage: the dropout mask, and the LayerNorm input of BERT-style models."""
-    mask = opt.mask_bytes if spec.dropout > 0 else 0.0
-    ln = p.residual_bytes if spec.arch == "encoder" else 0
+    q = quirks_of(spec)
+    rate = q.embed_dropout if q.family else spec.dropout
+    mask = opt.mask_bytes if rate > 0 else 0.0
+    if spec.decoder_layers:  # an embedding dropout per stack
+        mask *= 2
+    ln = p.residual_bytes if spec.arch == "encoder" or q.embed_norm else 0
     patches = p.act_bytes * b * spec.channels * s * spec.patch**2 if spec.arch == "vit" else 0
     return b * s * spec.hidden * (mask + ln) + patches
 
@@ -189,7 +245,13 @@ def head_activations(
     if spec.arch == "vit":  # the classifier reads (and keeps a copy of) the class token only
         return b * h * (s * norm_saved(spec, p, opt.frozen) + r)
     head_in = 0.0 if opt.frozen else (e if autocast(p) else r)
-    return b * s * h * (norm_saved(spec, p, opt.frozen) + head_in)
+    norm = norm_saved(spec, p, opt.frozen) if quirks_of(spec).final_norm else 0.0
+    if spec.decoder_layers:
+        # the encoder's final norm and its output (the cross-attentions' keys and values
+        # read it), and a dropout mask after each stack's final norm
+        mask = opt.mask_bytes if spec.dropout > 0 else 0.0
+        norm += norm_saved(spec, p, opt.frozen) + r + 2 * mask
+    return b * s * h * (norm + head_in)
 
 
 def loss_activations(
@@ -204,7 +266,12 @@ def loss_activations(
     """
     if spec.arch == "vit" or not spec.vocab:
         return 0.0
-    return b * s * spec.vocab * (3 * 4 + (p.act_bytes if keep_logits else 0))
+    # Gemma-2's tanh soft-capping of the logits keeps tanh's output for its backward
+    q = quirks_of(spec)
+    softcap = p.act_bytes if q.logit_softcap else 0
+    # T5 takes the loss on the logits as they are: 16-bit without autocast
+    per = 3 * (4 if q.loss_upcast or autocast(p) else p.act_bytes)
+    return b * s * spec.vocab * (per + softcap + (p.act_bytes if keep_logits else 0))
 
 
 def inference_activations(

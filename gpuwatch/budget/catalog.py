@@ -8,6 +8,7 @@ suite pins their parameter counts to the published totals. CNN rows are built by
 from __future__ import annotations
 
 from gpuwatch.budget.errors import BudgetError
+from gpuwatch.budget.family_spec import FamilySpec, t5_quirks
 from gpuwatch.budget.specs import CnnSpec, TransformerSpec
 from gpuwatch.core.units import shown
 
@@ -90,7 +91,7 @@ TRANSFORMERS: dict[str, TransformerSpec] = {
             tied_embeddings=False,
         ),
         _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, experts=8, experts_per_token=2),
-        TransformerSpec(
+        FamilySpec(
             "t5-base",
             12,
             768,
@@ -102,6 +103,9 @@ TRANSFORMERS: dict[str, TransformerSpec] = {
             bias=False,
             relative_buckets=32,
             dropout=0.1,
+            norm="rmsnorm",
+            activation="relu",
+            quirks=t5_quirks(0.1),
         ),
         TransformerSpec("vit-b-16", 12, 768, 12, 0, arch="vit", classes=1000, dropout=0.0),
     )

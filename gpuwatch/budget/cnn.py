@@ -10,8 +10,13 @@ PyTorch (elements per sample):
   (VGG, no BN) one, and conv + BN + SiLU (YOLOv5, not in place) three;
 * a ResNet shortcut's conv + BN keeps one (its BN output is summed in place into
   the main branch and freed);
-* max pooling keeps int64 indices of the output's size;
-* a concatenation's output is new memory that the next convolution saves.
+* max pooling keeps int64 indices of the output's size (and its input);
+* a concatenation's output is new memory that the next convolution saves; a tensor that
+  only feeds a concatenation, an add or an upsample (none of which saves its inputs) is
+  freed once they have run, so YOLOv5 counts two maps for such a conv + BN + SiLU.
+
+``benchmarks/accuracy.py`` traces ResNet, VGG and YOLOv5s built in plain torch against
+these tables.
 """
 
 from __future__ import annotations
@@ -141,20 +146,25 @@ def _yolov5(name: str, depth: float, width: float, image: tuple[int, int]) -> Cn
     _input(b)
     saved: dict[int, tuple[int, int, int]] = {}
 
-    def conv(tag: str, c2: int, k: int, s: int = 1) -> None:
-        b.conv(tag, c2, k, s, saved_maps=3)  # conv, BN, SiLU outputs
+    def conv(tag: str, c2: int, k: int, s: int = 1, kept: bool = True, pad: int | None = None
+             ) -> None:
+        # conv and BN outputs (saved by BN and SiLU), and the SiLU output where a later
+        # convolution or pooling saves it; one that only feeds a concatenation, an add or
+        # an upsample is freed once they have read it
+        b.conv(tag, c2, k, s, pad, saved_maps=3 if kept else 2)
 
     def c3(tag: str, c2: int, n: int, shortcut: bool = True) -> None:
         cin, h, w = b.c, b.h, b.w
         c_ = c2 // 2
         conv(tag + ".cv1", c_, 1)
         for i in range(n):
+            last = i == n - 1
             conv(f"{tag}.m{i}.cv1", c_, 1)
-            conv(f"{tag}.m{i}.cv2", c_, 3)
-            if shortcut:
+            conv(f"{tag}.m{i}.cv2", c_, 3, kept=not (shortcut or last))
+            if shortcut and not last:  # the sum feeds the next bottleneck's convolution
                 b.add(f"{tag}.m{i}.add", 1)
         b.c, b.h, b.w = cin, h, w
-        conv(tag + ".cv2", c_, 1)
+        conv(tag + ".cv2", c_, 1, kept=False)  # feeds the concatenation only
         b.c = 2 * c_
         b.add(tag + ".cat", 1)
         conv(tag + ".cv3", c2, 1)
@@ -163,7 +173,7 @@ def _yolov5(name: str, depth: float, width: float, image: tuple[int, int]) -> Cn
         b.c += saved[other][0]
         b.add(tag, 1)
 
-    conv("0", ch(64), 6, 2)
+    conv("0", ch(64), 6, 2, pad=2)  # the v6 stem: 6×6, stride 2, padding 2
     conv("1", ch(128), 3, 2)
     c3("2", ch(128), reps(3))
     conv("3", ch(256), 3, 2)
@@ -174,29 +184,29 @@ def _yolov5(name: str, depth: float, width: float, image: tuple[int, int]) -> Cn
     saved[6] = (b.c, b.h, b.w)
     conv("7", ch(1024), 3, 2)
     c3("8", ch(1024), reps(3))
-    c_ = b.c // 2  # SPPF
+    c_ = b.c // 2  # SPPF: three chained max pools, each saving its input
     conv("9.cv1", c_, 1)
     for i in range(3):
-        b.maxpool(f"9.m{i}", 5, 1, 2, saved_maps=0)
+        b.maxpool(f"9.m{i}", 5, 1, 2, saved_maps=1 if i < 2 else 0)
     b.c = 4 * c_
     b.add("9.cat", 1)
     conv("9.cv2", ch(1024), 1)
-    conv("10", ch(512), 1)
+    conv("10", ch(512), 1, kept=False)  # feeds an upsample and a concatenation
     saved[10] = (b.c, b.h, b.w)
     b.h, b.w = b.h * 2, b.w * 2
     concat("12", 6)
     c3("13", ch(512), reps(3), False)
-    conv("14", ch(256), 1)
+    conv("14", ch(256), 1, kept=False)
     saved[14] = (b.c, b.h, b.w)
     b.h, b.w = b.h * 2, b.w * 2
     concat("16", 4)
     c3("17", ch(256), reps(3), False)
     saved[17] = (b.c, b.h, b.w)
-    conv("18", ch(256), 3, 2)
+    conv("18", ch(256), 3, 2, kept=False)
     concat("19", 14)
     c3("20", ch(512), reps(3), False)
     saved[20] = (b.c, b.h, b.w)
-    conv("21", ch(512), 3, 2)
+    conv("21", ch(512), 3, 2, kept=False)
     concat("22", 10)
     c3("23", ch(1024), reps(3), False)
     saved[23] = (b.c, b.h, b.w)

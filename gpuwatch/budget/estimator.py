@@ -21,10 +21,17 @@ from dataclasses import dataclass, field, replace
 
 from gpuwatch.budget import activations as act
 from gpuwatch.budget.bounds import divisors
+from gpuwatch.budget.cnn_activations import (
+    cnn_backward_grads,
+    cnn_inference_activations,
+    cnn_train_activations,
+)
 from gpuwatch.budget.errors import BudgetError
+from gpuwatch.budget.family_spec import quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
-from gpuwatch.budget.states import live_layer_bytes, model_states
+from gpuwatch.budget.states import gathered_bytes, model_states
+from gpuwatch.budget.weight_copies import autocast_weight_copies
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
 
@@ -127,9 +134,16 @@ def _seq(spec: ModelSpec, wl: Workload) -> int:
     return wl.seq
 
 
+def flash_used(spec: ModelSpec, setup: Setup) -> bool:
+    """Fused attention where asked, except in families whose Hugging Face code has only
+    eager attention (ALiBi in BLOOM and MPT)."""
+    eager_only = isinstance(spec, TransformerSpec) and quirks_of(spec).eager_only
+    return setup.flash_attention and not eager_only
+
+
 def _act_options(spec: ModelSpec, setup: Setup) -> act.ActivationOptions:
     return act.ActivationOptions(
-        setup.flash_attention,
+        flash_used(spec, setup),
         setup.checkpointing,
         setup.tp,
         setup.sequence_parallel,
@@ -139,13 +153,27 @@ def _act_options(spec: ModelSpec, setup: Setup) -> act.ActivationOptions:
     )
 
 
+def _dense_variant(spec: TransformerSpec) -> TransformerSpec:
+    """An MoE family's dense layers (DeepSeek's first k, Qwen2-MoE's ``mlp_only_layers``)."""
+    q = quirks_of(spec)
+    return replace(spec, experts=1, experts_per_token=1, ffn=q.dense_ffn,
+                   quirks=replace(q, shared_ffn=0, shared_gate=False, dense_layers=0))
+
+
 def transformer_train_activations(
-    spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup
+    spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup, rerun_fixed: float = 0.0
 ) -> tuple[float, float]:
-    """(saved activations incl. loss temporaries, of which loss) for one micro-batch."""
+    """(saved activations incl. loss temporaries, of which loss) for one micro-batch.
+
+    ``rerun_fixed``: what a checkpointed layer's re-run adds whatever the batch (under
+    autocast, the 16-bit copies of its weights, made again and kept until its backward).
+    """
     o, b, s = _act_options(spec, setup), wl.batch, _seq(spec, wl)
     enc = act.layer_activations(spec, p, o, b, s)
-    layers = [(enc, spec.layers)]
+    dense = quirks_of(spec).dense_layers if spec.experts > 1 else 0
+    layers = [(enc, spec.layers - dense)]
+    if dense:
+        layers.append((act.layer_activations(_dense_variant(spec), p, o, b, s), dense))
     if spec.decoder_layers:
         layers.append((act.layer_activations(spec, p, o, b, s, cross_s=s), spec.decoder_layers))
     sp = setup.tp if setup.sequence_parallel else 1
@@ -157,7 +185,7 @@ def transformer_train_activations(
         # re-runs one layer at a time (its saved tensors + its output's gradient), so
         # the re-run never sits on top of the loss temporaries
         kept = sum(la.layer_input / sp * n for la, n in layers)
-        rerun = max(la.total(o) + la.layer_input / sp for la, _ in layers)
+        rerun = max(la.total(o) + la.layer_input / sp for la, _ in layers) + rerun_fixed
         return kept + emb + max(head + loss, rerun), loss
     if setup.checkpointing == "full":
         kept = sum(la.layer_input / sp * n for la, n in layers)
@@ -171,69 +199,6 @@ def transformer_train_activations(
     # only a model without a vocabulary-sized loss (ViT) peaks there
     first = p.act_bytes * b * s * spec.ffn_size * spec.experts_per_token / setup.tp
     return body + emb + head + max(loss, first), loss
-
-
-def _score_bytes(p: Precision) -> float:
-    """Bytes per eager attention probability: autocast's fp32 softmax + the 16-bit copy."""
-    autocast = p.residual_bytes != p.act_bytes
-    return p.residual_bytes + p.act_bytes if autocast else p.act_bytes
-
-
-def cnn_attention_bytes(spec: CnnSpec, p: Precision, setup: Setup) -> float:
-    """Per sample, what attention keeps beyond the table's common part (0 without attention)."""
-    if setup.flash_attention:
-        return spec.total("fused") * p.act_bytes + spec.total("stats") * 4
-    if setup.checkpointing == "selective":  # the probabilities are recomputed
-        return 0.0
-    return spec.total("scores") * _score_bytes(p)
-
-
-def cnn_train_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: Setup) -> float:
-    e, r = p.act_bytes, p.residual_bytes
-    saved: float = spec.saved_elements_per_sample * e + spec.index_elements_per_sample * 8
-    saved += spec.total("wide") * r + (spec.total("cast") * e if r != e else 0)
-    saved += cnn_attention_bytes(spec, p, setup)
-    if setup.checkpointing == "full":  # √n segments: their inputs plus one segment re-run
-        n = max(1, len(spec.layers))
-        saved = saved * 2 / n**0.5
-    return wl.batch * saved
-
-
-def cnn_inference_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: Setup) -> float:
-    """The most held at any layer: live tensors (skips included) + eager attention's scores.
-
-    Eager attention holds the raw scores and the probabilities (and, under autocast,
-    the fp32 softmax and its 16-bit copy) at once.
-    """
-    scores = 0.0 if setup.flash_attention else p.act_bytes + _score_bytes(p)
-    peak = max((x.live * p.act_bytes + x.scores * scores for x in spec.layers), default=0.0)
-    return wl.batch * peak
-
-
-def cnn_backward_grads(spec: CnnSpec, p: Precision, wl: Workload, flash: bool = True) -> float:
-    """The gradients alive beyond the saved activations at the backward pass's peak.
-
-    Backward runs the table from the last layer: each layer's gradients appear while its
-    saved tensors are still held, and those are freed once it is done. The late layers
-    of a CNN hold most parameters (VGG's classifier: 94 %) and the early ones most
-    activations, so the peak comes when the late layers' gradients exist and nearly all
-    activations are still held.
-    """
-    e, r = p.act_bytes, p.residual_bytes
-    if flash:
-        score_bytes, fused_bytes, stats_bytes = 0.0, float(e), 4.0
-    else:
-        score_bytes, fused_bytes, stats_bytes = _score_bytes(p), 0.0, 0.0
-    grads = freed = extra = 0.0
-    for x in reversed(spec.layers):
-        grads += x.params * p.grad_bytes
-        extra = max(extra, grads - freed)
-        freed += wl.batch * (
-            x.saved_elements * e + x.index_elements * 8 + x.wide * r
-            + (x.cast * e if r != e else 0) + x.scores * score_bytes + x.fused * fused_bytes
-            + x.stats * stats_bytes
-        )
-    return extra
 
 
 def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
@@ -318,17 +283,21 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     optimizer, step_temp = states.optimizer, states.step_temp
     host = 0.0
     if setup.zero == 3:
-        weights += live_layer_bytes(spec, p, setup)
+        weights += gathered_bytes(spec, setup)
     if train and setup.offload:
-        host += optimizer + step_temp
-        optimizer = step_temp = 0.0
+        # DeepSpeed's offload: the optimizer step runs on the CPU over fp32 gradients
+        # there, so no gradient partition stays on the GPU
+        host += optimizer + step_temp + grads
+        optimizer = step_temp = grads = 0.0
         if setup.offload == "params":
             host += states.weights
-            weights = live_layer_bytes(spec, p, setup)
+            weights = gathered_bytes(spec, setup)
 
     loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
+    copies, layer_copies = autocast_weight_copies(spec, p, setup) if train else (0.0, 0.0)
     if train and isinstance(spec, TransformerSpec):
-        activations, loss = transformer_train_activations(spec, p, setup=setup, wl=workload)
+        activations, loss = transformer_train_activations(spec, p, workload, setup,
+                                                          layer_copies)
     elif train and isinstance(spec, CnnSpec):
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
@@ -337,14 +306,8 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         )
     elif isinstance(spec, CnnSpec):
         activations = cnn_inference_activations(spec, p, workload, setup)
-    if train and p.name.startswith("amp"):
-        # autocast caches a 16-bit copy of every matmul and convolution weight, which
-        # the backward pass keeps
-        kinds = ("linear", "conv")
-        matmul = sum(g.numel for g in spec.param_groups() if g.kind in kinds)
-        if isinstance(spec, TransformerSpec) and spec.tied_embeddings and spec.vocab:
-            matmul += spec.vocab * spec.hidden  # the tied head reads the embedding matrix
-        act_fixed = 2 * matmul / setup.tp / setup.pp
+    if copies:
+        act_fixed = copies
         activations += act_fixed
     if setup.teacher is not None:
         tw, ta = _teacher(setup.teacher, p, workload, setup)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuwatch.budget.counts import format_count
+from gpuwatch.budget.family_spec import quirks_of
 from gpuwatch.budget.precision import OptimizerInfo, Precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
+from gpuwatch.budget.states import fp32_grad_partition, gathered_bytes
 from gpuwatch.core.units import format_bytes
 
 if TYPE_CHECKING:
@@ -82,6 +84,56 @@ def _attention_note(est: Estimate) -> str:
     return text + "; --no-flash-attention counts them."
 
 
+def _zero_note(spec: ModelSpec, est: Estimate, p: Precision) -> str:
+    """DeepSpeed's count of ZeRO's model states beside the ZeRO paper's."""
+    s, b = est.setup, est.breakdown
+    params = est.trainable_params / s.tp
+    ours = b.parameters + b.gradients + est.detail.optimizer_persistent
+    # the paper has no fp32 gradient partition, keeps stage 3's 16-bit gradient
+    # partition and counts no gathered module
+    paper = ours - params * 4 / s.dp
+    if s.zero == 3:
+        paper += params * p.grad_bytes / s.dp - gathered_bytes(spec, s)
+    forms = {1: "4Ψ + 16Ψ/N", 2: "2Ψ + 18Ψ/N", 3: "18Ψ/N + 4 B × the largest module"}
+    paper_forms = {1: "4Ψ + 12Ψ/N", 2: "2Ψ + 14Ψ/N", 3: "16Ψ/N"}
+    return (
+        f"ZeRO-{s.zero} counted as DeepSpeed 0.19.8's estimators count it "
+        f"({forms[s.zero]} with Adam: an fp32 gradient partition beside the states), "
+        f"{format_bytes(ours, digits=2)} of model states; the ZeRO paper's "
+        f"{paper_forms[s.zero]} gives {format_bytes(round(paper), digits=2)}."
+    )
+
+
+def _family_note(spec: TransformerSpec) -> str:
+    """What the config's family adds to a Llama-style reading."""
+    q = quirks_of(spec)
+    parts = []
+    if q.post_norms:
+        parts.append("a norm after attention and after the MLP")
+    if q.norm_style == "gemma":
+        parts.append("RMSNorm kept in fp32")
+    if q.qk_norm:
+        parts.append("per-head q/k norms")
+    if q.attn_softcap or q.logit_softcap:
+        parts.append("tanh soft-capping (its output is kept)")
+    if q.parallel:
+        parts.append("attention and MLP in parallel")
+    if spec.fused_qkv and q.rotary:
+        parts.append("a fused q/k/v output kept whole by the slices attention saves")
+    if q.fused_gate_up:
+        parts.append("a fused gate/up projection")
+    if spec.max_positions:
+        parts.append("learned positions")
+    if q.shared_ffn:
+        parts.append("shared experts")
+    if q.dense_layers:
+        parts.append(f"{q.dense_layers} dense layers")
+    if q.mla:
+        parts.append("latent attention (its activations approximated as full heads)")
+    return (f"Read as {q.family}" + (": " + ", ".join(parts) if parts else "")
+            + f"; activation '{spec.activation or 'default'}'.")
+
+
 def explain(
     spec: ModelSpec, est: Estimate, p: Precision, opt: OptimizerInfo, overhead_note: str
 ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
@@ -110,7 +162,7 @@ def explain(
         )
     f["parameters"] += _sharding(est, "weights")
     if s.zero == 3:
-        f["parameters"] += " + two gathered layers (current and prefetched)"
+        f["parameters"] += " + 4 B × the largest module, gathered (DeepSpeed's count)"
     if s.teacher is not None:
         f["parameters"] += (
             f" + teacher {getattr(s.teacher, 'name', '')} ({_num(s.teacher.params)} params)"
@@ -122,6 +174,15 @@ def explain(
         f["gradients"] = f"{_num(est.trainable_params)} {who} params × {gb:g} B" + _sharding(
             est, "grads"
         )
+        if s.zero and fp32_grad_partition(p, s):
+            f["gradients"] = (
+                f"{_num(est.trainable_params)} trainable params: "
+                + ("" if s.zero == 3 else f"{gb:g} B" + ("" if s.zero == 1 else f" ÷{s.dp}")
+                   + " + ")
+                + f"an fp32 partition (4 B ÷{s.dp}), as DeepSpeed keeps it"
+            )
+        if s.offload:
+            f["gradients"] = "on the CPU with the offloaded optimizer (none kept on the GPU)"
         state = f"{opt.description}"
         if p.master_bytes:
             state += f" + fp32 master weights ({p.master_bytes:g} B/param)"
@@ -236,6 +297,8 @@ def explain(
                 "Megatron keeps fp32 main gradients by default: add 2 B/param "
                 "(18 B/param with Adam)."
             )
+        if s.zero and fp32_grad_partition(p, s) and s.dp > 1:
+            notes.append(_zero_note(spec, est, p))
         if s.zero >= 2:
             notes.append(
                 "ZeRO-2/3 also hold reduce/gather buckets (DeepSpeed default 5e8 "
@@ -266,8 +329,14 @@ def explain(
                 f"{spec.hidden}, {spec.heads} heads, vocabulary {spec.vocab}; give "
                 "--config or --layers/--hidden for exact activations."
             )
-    if isinstance(spec, TransformerSpec) or spec.has_attention:
+    if isinstance(spec, TransformerSpec) and quirks_of(spec).eager_only:
+        notes.append(f"{quirks_of(spec).family} attention adds position biases (ALiBi, or "
+                     "T5's relative bias) in Hugging Face's eager code, which has no fused "
+                     "path: the a·s² scores are counted.")
+    elif isinstance(spec, TransformerSpec) or spec.has_attention:
         notes.append(_attention_note(est))
+    if isinstance(spec, TransformerSpec) and quirks_of(spec).family:
+        notes.append(_family_note(spec))
     if isinstance(spec, CnnSpec) and spec.note:
         notes.append(spec.note)
     if s.dropout_mask_bytes != 1.0:

@@ -1,122 +1,72 @@
 """A Hugging Face ``config.json`` (already parsed) → :class:`TransformerSpec`.
 
-Reads GPT-2, BERT (and RoBERTa), Llama/Mistral/Qwen2 style decoders with grouped-query
-attention, Mixtral-style mixtures of experts, T5 and ViT. Nothing is fetched: the
-caller reads the file. Unknown ``model_type`` values are read as Llama-style decoders
-when they carry the usual keys, and the note says so.
+The family is read from what the config says it is (``model_type``, else the class
+named in ``architectures``): GPT-2, BERT (and RoBERTa), T5, ViT, Llama/Mistral/Qwen2
+style decoders with grouped-query attention and Mixtral-style experts here, and the
+families whose structure differs (Gemma 1-3, OPT, Phi, Phi-3, GPT-NeoX, Falcon, BLOOM,
+MPT, StarCoder2, Qwen2-MoE, Qwen3, DeepSeek) in :mod:`gpuwatch.budget.families`. A
+family it does not know is refused with the nearest one it does; a config that names
+no family is read by its keys (GPT-2's ``n_embd``, T5's ``d_model``, else Llama's).
+Nothing is fetched: the caller reads the file.
 """
 
 from __future__ import annotations
 
-import math
+import difflib
+import re
 from typing import Any
 
-from gpuwatch.budget.bounds import (
-    MAX_CHANNELS,
-    MAX_EXPERTS,
-    MAX_FFN,
-    MAX_HEADS,
-    MAX_HIDDEN,
-    MAX_IMAGE,
-    MAX_LAYERS,
-    MAX_PARAMS,
-    MAX_VOCAB,
-    bound_text,
-)
+from gpuwatch.budget.bounds import MAX_PARAMS, bound_text
+from gpuwatch.budget.config_fields import FIELD, LIMITS, flag, fraction, text, whole
 from gpuwatch.budget.counts import format_count
 from gpuwatch.budget.errors import BudgetError
+from gpuwatch.budget.families import READERS
+from gpuwatch.budget.family_spec import FamilySpec, t5_quirks
 from gpuwatch.budget.specs import TransformerSpec
 from gpuwatch.core.units import shown
 
-FIELD = "--config"
-
-# the most each kind of config.json field may hold (see gpuwatch.budget.bounds)
-_LIMITS: dict[str, int] = {
-    **dict.fromkeys(("n_layer", "num_hidden_layers", "num_layers", "num_decoder_layers"),
-                    MAX_LAYERS),
-    **dict.fromkeys(("n_embd", "hidden_size", "d_model"), MAX_HIDDEN),
-    **dict.fromkeys(("n_head", "num_attention_heads", "num_heads", "num_key_value_heads",
-                     "head_dim", "d_kv", "relative_attention_num_buckets"), MAX_HEADS),
-    **dict.fromkeys(("n_inner", "intermediate_size", "d_ff", "moe_intermediate_size"), MAX_FFN),
-    **dict.fromkeys(("vocab_size", "n_positions", "n_ctx", "max_position_embeddings",
-                     "type_vocab_size"), MAX_VOCAB),
-    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts",
-                     "num_experts_per_tok"), MAX_EXPERTS),
-    "image_size": MAX_IMAGE,
-    "patch_size": MAX_IMAGE,
-    "num_channels": MAX_CHANNELS,
-}
-# fields that must be at least 1 when present (a zero would divide by zero or mean nothing)
-_POSITIVE = {"n_layer", "num_hidden_layers", "num_layers", "n_embd", "hidden_size", "d_model",
-             "n_head", "num_attention_heads", "num_heads", "num_key_value_heads",
-             "intermediate_size", "d_ff", "image_size", "patch_size", "num_channels",
-             "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
-             "d_kv"}
+_CORE = ("gpt2", "bert", "roberta", "distilbert", "electra", "t5", "mt5", "umt5", "vit",
+         "deit", "dinov2", "llama", "mistral", "mixtral", "qwen2")
+KNOWN_FAMILIES = tuple(sorted({*_CORE, *READERS}))
+_SQUASHED = {re.sub(r"[^a-z0-9]", "", k): k for k in KNOWN_FAMILIES}
+_CLASS_SUFFIX = re.compile(r"(For[A-Za-z]+|LMHeadModel|Model)$")
 
 
-def _get(cfg: dict[str, Any], *names: str, default: Any = None, required: bool = True) -> Any:
-    for name in names:
-        if name in cfg and cfg[name] is not None:
-            value = cfg[name]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise BudgetError(
-                    FIELD, f"config.json field {name!r} should be a number, not {shown(value)}."
-                )
-            return value
-    if required and default is None:
-        raise BudgetError(
-            FIELD,
-            f"config.json has no {names[0]!r} field"
-            + (f" (nor {', '.join(repr(n) for n in names[1:])})" if names[1:] else "")
-            + ".",
-        )
-    return default
+def _architecture(cfg: dict[str, Any]) -> str:
+    """The family of the first class in ``architectures`` that names one ("" if none)."""
+    names = cfg.get("architectures")
+    if names is None:
+        return ""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise BudgetError(FIELD, f"config.json field 'architectures' should be a list of "
+                                 f"class names, not {shown(names)}.")
+    for cls in names[:64]:
+        squashed = re.sub(r"[^a-z0-9]", "", _CLASS_SUFFIX.sub("", cls[:200]).lower())
+        if squashed in _SQUASHED:
+            return _SQUASHED[squashed]
+    return ""
 
 
-def _int(cfg: dict[str, Any], *names: str, default: int | None = None) -> int:
-    value = _get(cfg, *names, default=default)
-    name = next((n for n in names if cfg.get(n) is not None), names[0])
-    low = 1 if name in _POSITIVE else 0
-    high = _LIMITS.get(name, MAX_VOCAB)
-    if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
-        raise BudgetError(
-            FIELD, f"config.json field {name!r} should be a whole number, not {shown(value)}."
-        )
-    if not low <= value <= high:
-        raise BudgetError(
-            FIELD,
-            f"config.json field {name!r} should be a whole number from {low} to "
-            f"{bound_text(high)}, not {shown(value)}.",
-        )
-    return int(value)
-
-
-def _fraction(cfg: dict[str, Any], *names: str) -> float:
-    value = float(_get(cfg, *names, default=0.0, required=False))
-    if not 0.0 <= value < 1.0:  # NaN included
-        name = next((n for n in names if cfg.get(n) is not None), names[0])
-        raise BudgetError(
-            FIELD, f"config.json field {name!r} should be a fraction in [0, 1), not {value!r}."
-        )
-    return value
-
-
-def _text(cfg: dict[str, Any], name: str, default: str) -> str:
-    value = cfg.get(name, default)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise BudgetError(FIELD, f"config.json field {name!r} should be a string, "
-                                 f"not {shown(value)}.")
-    return value.lower()
-
-
-def _flag(cfg: dict[str, Any], name: str, default: bool) -> bool:
-    value = cfg.get(name, default)
-    if not isinstance(value, bool | None):
-        raise BudgetError(FIELD, f"config.json field {name!r} should be true or false, "
-                                 f"not {shown(value)}.")
-    return default if value is None else value
+def family_of(cfg: dict[str, Any]) -> str:
+    """The family a config names ("" when it names none); an unknown one is refused,
+    naming the nearest family that is read."""
+    kind = text(cfg, "model_type", "")
+    if kind in KNOWN_FAMILIES:
+        return kind
+    from_class = _architecture(cfg)
+    if from_class or not (kind or cfg.get("architectures")):
+        return from_class
+    said = kind or str(cfg["architectures"][0])
+    squashed = re.sub(r"[^a-z0-9]", "", _CLASS_SUFFIX.sub("", said[:200]).lower())
+    nearest = difflib.get_close_matches(squashed, list(_SQUASHED), n=1, cutoff=0.0)
+    hint = f"the nearest it reads is {_SQUASHED[nearest[0]]!r}; " if nearest else ""
+    field = "model_type" if kind else "architectures"
+    raise BudgetError(
+        FIELD,
+        f"config.json field {field!r} names {shown(said)}, a model family gpuwatch does "
+        f"not read; {hint}describe the model with --params or --layers/--hidden/--heads/"
+        f"--ffn/--vocab instead.",
+    )
 
 
 def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
@@ -129,7 +79,13 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
     if not isinstance(cfg, dict):
         raise BudgetError(FIELD, "config.json should hold a JSON object of model settings.")
     if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+        outer = cfg.get("model_type")
         cfg = cfg["text_config"]
+        if "model_type" not in cfg and isinstance(outer, str):
+            cfg = {**cfg, "model_type": {"gemma3": "gemma3_text"}.get(outer.lower(), outer)}
+    for key in LIMITS:  # every size field present is checked, read or not
+        if cfg.get(key) is not None:
+            whole(cfg, key)
     try:
         return _spec(cfg, name)
     except BudgetError as e:
@@ -139,101 +95,108 @@ def spec_from_hf_config(cfg: Any, name: str = "config") -> TransformerSpec:
 
 
 def _spec(cfg: dict[str, Any], name: str) -> TransformerSpec:
-    kind = _text(cfg, "model_type", "")
-    dropout = _fraction(cfg, "resid_pdrop", "hidden_dropout_prob", "dropout_rate",
+    kind = family_of(cfg)
+    if kind in READERS:  # each reader sees the family it was chosen for
+        return READERS[kind]({**cfg, "model_type": kind}, name)
+    dropout = fraction(cfg, "resid_pdrop", "hidden_dropout_prob", "dropout_rate",
                         "hidden_dropout")
-    if kind == "gpt2" or "n_embd" in cfg:
-        h = _int(cfg, "n_embd")
+    if kind == "gpt2" or (not kind and "n_embd" in cfg):
+        h = whole(cfg, "n_embd")
         return TransformerSpec(
             name,
-            _int(cfg, "n_layer"),
+            whole(cfg, "n_layer"),
             h,
-            _int(cfg, "n_head"),
-            _int(cfg, "vocab_size"),
-            ffn=_int(cfg, "n_inner", default=4 * h) if cfg.get("n_inner") is not None else 4 * h,
-            max_positions=_int(cfg, "n_positions", "n_ctx", default=1024),
+            whole(cfg, "n_head"),
+            whole(cfg, "vocab_size"),
+            ffn=whole(cfg, "n_inner", default=4 * h) if cfg.get("n_inner") is not None else 4 * h,
+            max_positions=whole(cfg, "n_positions", "n_ctx", default=1024),
             dropout=dropout,
-            activation=_text(cfg, "activation_function", "gelu_new"),
+            activation=text(cfg, "activation_function", "gelu_new"),
             fused_qkv=True,
         )
     if kind in ("bert", "roberta", "distilbert", "electra"):
         return TransformerSpec(
             name,
-            _int(cfg, "num_hidden_layers"),
-            _int(cfg, "hidden_size"),
-            _int(cfg, "num_attention_heads"),
-            _int(cfg, "vocab_size"),
-            ffn=_int(cfg, "intermediate_size"),
+            whole(cfg, "num_hidden_layers"),
+            whole(cfg, "hidden_size"),
+            whole(cfg, "num_attention_heads"),
+            whole(cfg, "vocab_size"),
+            ffn=whole(cfg, "intermediate_size"),
             arch="encoder",
-            max_positions=_int(cfg, "max_position_embeddings", default=512),
-            type_vocab=_int(cfg, "type_vocab_size", default=2),
+            max_positions=whole(cfg, "max_position_embeddings", default=512),
+            type_vocab=whole(cfg, "type_vocab_size", default=2),
             mlm_head=True,  # *ForMaskedLM, as the hub's configs name them: no pooler
             dropout=dropout,
         )
-    if kind in ("t5", "mt5", "umt5") or ("d_model" in cfg and "num_decoder_layers" in cfg):
-        layers = _int(cfg, "num_layers")
-        gated = _text(cfg, "feed_forward_proj", "relu").startswith("gated")
-        return TransformerSpec(
+    if kind in ("t5", "mt5", "umt5") or (
+            not kind and "d_model" in cfg and "num_decoder_layers" in cfg):
+        layers = whole(cfg, "num_layers")
+        proj = text(cfg, "feed_forward_proj", "relu")
+        gated = proj.startswith("gated")
+        act = proj.removeprefix("gated-")
+        return FamilySpec(
             name,
             layers,
-            _int(cfg, "d_model"),
-            _int(cfg, "num_heads"),
-            _int(cfg, "vocab_size"),
-            ffn=_int(cfg, "d_ff"),
-            head_dim=_int(cfg, "d_kv", default=64),
+            whole(cfg, "d_model"),
+            whole(cfg, "num_heads"),
+            whole(cfg, "vocab_size"),
+            ffn=whole(cfg, "d_ff"),
+            head_dim=whole(cfg, "d_kv", default=64),
             arch="encoder-decoder",
-            decoder_layers=_int(cfg, "num_decoder_layers", default=layers),
+            decoder_layers=whole(cfg, "num_decoder_layers", default=layers),
             gated_mlp=gated,
             bias=False,
-            relative_buckets=_int(cfg, "relative_attention_num_buckets", default=32),
-            tied_embeddings=_flag(cfg, "tie_word_embeddings", True),
+            relative_buckets=whole(cfg, "relative_attention_num_buckets", default=32),
+            tied_embeddings=flag(cfg, "tie_word_embeddings", True),
             norm="rmsnorm",
             dropout=dropout,
+            activation="gelu_new" if act == "gelu" else act,  # HF maps gated-gelu so
+            quirks=t5_quirks(dropout),
         )
     if kind in ("vit", "deit", "dinov2"):
         return TransformerSpec(
             name,
-            _int(cfg, "num_hidden_layers"),
-            _int(cfg, "hidden_size"),
-            _int(cfg, "num_attention_heads"),
+            whole(cfg, "num_hidden_layers"),
+            whole(cfg, "hidden_size"),
+            whole(cfg, "num_attention_heads"),
             0,
-            ffn=_int(cfg, "intermediate_size"),
+            ffn=whole(cfg, "intermediate_size"),
             arch="vit",
-            image=_int(cfg, "image_size", default=224),
-            patch=_int(cfg, "patch_size", default=16),
-            channels=_int(cfg, "num_channels", default=3),
+            image=whole(cfg, "image_size", default=224),
+            patch=whole(cfg, "patch_size", default=16),
+            channels=whole(cfg, "num_channels", default=3),
             classes=1000,
             dropout=dropout,
         )
-    # Llama, Mistral, Qwen2, Mixtral, Gemma, Phi-3… : gated MLP, RMSNorm, GQA
-    heads = _int(cfg, "num_attention_heads")
-    hidden = _int(cfg, "hidden_size")
-    experts = _int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=1) or 1
-    moe_ffn = _int(cfg, "moe_intermediate_size", default=0) \
+    # Llama, Mistral, Qwen2, Mixtral (and a config naming no family): gated MLP, RMSNorm, GQA
+    heads = whole(cfg, "num_attention_heads")
+    hidden = whole(cfg, "hidden_size")
+    experts = whole(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=1) or 1
+    moe_ffn = whole(cfg, "moe_intermediate_size", default=0) \
         if experts > 1 and cfg.get("moe_intermediate_size") is not None else 0
-    head_dim = _int(cfg, "head_dim", default=0) if cfg.get("head_dim") is not None else 0
+    head_dim = whole(cfg, "head_dim", default=0) if cfg.get("head_dim") is not None else 0
     if not head_dim and hidden % heads:
         raise BudgetError(
             FIELD, f"config.json: {heads} attention heads do not divide the hidden size {hidden}."
         )
     return TransformerSpec(
         name,
-        _int(cfg, "num_hidden_layers"),
+        whole(cfg, "num_hidden_layers"),
         hidden,
         heads,
-        _int(cfg, "vocab_size"),
-        ffn=moe_ffn or _int(cfg, "intermediate_size"),
-        kv_heads=_int(cfg, "num_key_value_heads", default=heads),
+        whole(cfg, "vocab_size"),
+        ffn=moe_ffn or whole(cfg, "intermediate_size"),
+        kv_heads=whole(cfg, "num_key_value_heads", default=heads),
         head_dim=head_dim,
         gated_mlp=True,
         norm="rmsnorm",
-        bias=_flag(cfg, "mlp_bias", False),
-        tied_embeddings=_flag(cfg, "tie_word_embeddings", False),
+        bias=flag(cfg, "mlp_bias", False),
+        tied_embeddings=flag(cfg, "tie_word_embeddings", False),
         experts=experts,
-        experts_per_token=_int(cfg, "num_experts_per_tok", default=min(2, experts))
+        experts_per_token=whole(cfg, "num_experts_per_tok", default=min(2, experts))
         if experts > 1
         else 1,
-        dropout=_fraction(cfg, "attention_dropout") and 0.0,
+        dropout=fraction(cfg, "attention_dropout") and 0.0,
     )
 
 

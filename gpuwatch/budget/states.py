@@ -193,9 +193,25 @@ def model_states(
         s = s.scaled(g=1 / n)
     if setup.zero >= 3:
         s = s.scaled(w=1 / n)
+    if setup.zero and train and fp32_grad_partition(p, setup):
+        # DeepSpeed's mixed precision reduces the 16-bit gradients into an fp32 partition
+        # of each rank's share: stages 1 and 2 keep both, stage 3 only the fp32 one
+        fp32 = s.trainable * 4 / n
+        s = replace(s, grads=fp32 if setup.zero == 3 else s.grads + fp32)
     return s
 
 
-def live_layer_bytes(spec: ModelSpec, p: Precision, setup: Setup) -> float:
-    """ZeRO-3 gathers each layer before use and prefetches the next: two layers' weights."""
-    return 2 * spec.layer_params() * p.weight_bytes / setup.tp
+def fp32_grad_partition(p: Precision, setup: Setup) -> bool:
+    """Whether ZeRO keeps an fp32 gradient partition: DeepSpeed's mixed precision (16-bit
+    weights, fp32 master), full fine-tuning."""
+    return p.master_bytes > 0 and not setup.lora_rank
+
+
+def gathered_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """What ZeRO-3 holds gathered at once, as DeepSpeed 0.19.8's estimator counts it:
+    4 B × the largest single module's parameters (a transformer's embedding or head,
+    a CNN's classifier)."""
+    # a bare count's unplaced remainder is spread over the layers, not one module
+    largest = max((g.rows * g.cols for g in spec.param_groups() if g.name != "unassigned"),
+                  default=0)
+    return 4 * largest / setup.tp

@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -245,9 +246,100 @@ def _optimizer_step(text: str) -> bool:
     return key == "foreach"
 
 
+# catalog CNNs that torchvision builds under the same name
+_TORCHVISION = {"resnet-18": "resnet18", "resnet-50": "resnet50", "resnet-101": "resnet101",
+                "vgg-16": "vgg16"}
+TRACE_CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache")
+
+
+def _has_model_source(args: argparse.Namespace) -> bool:
+    return any(getattr(args, n) is not None for n in ("model", "config", "params", "layers",
+                                                      "hidden", "heads"))
+
+
+def trace_target(args: argparse.Namespace) -> str:
+    """What builds the traced model: --trace-model, else what --config or --model names."""
+    if args.trace_model:
+        return str(args.trace_model)
+    if args.config is not None:
+        return "transformers:" + str(args.config)
+    if args.model is not None and args.model.strip().lower() in _TORCHVISION:
+        return "torchvision:" + _TORCHVISION[args.model.strip().lower()]
+    raise BudgetError("--trace", "--trace builds the model with PyTorch: give --config (a "
+                                 "Hugging Face config.json), a catalog ResNet or VGG, or "
+                                 "--trace-model FILE.py:callable.")
+
+
+def _traced(args: argparse.Namespace, wl: Workload, setup: Setup) -> dict[str, int]:
+    from gpuwatch.probe.memtrace import TraceError, TraceRequest, trace
+
+    vocab = _int(args.vocab, "--vocab", 1, MAX_VOCAB) if args.vocab else 0
+    try:
+        return trace(TraceRequest(trace_target(args), wl.mode, wl.batch, wl.seq, wl.image,
+                                  vocab, setup.precision, setup.optimizer))
+    except TraceError as e:
+        raise TracedFailure(str(e), e.code) from None
+
+
+class TracedFailure(Exception):
+    """A trace that could not run, with its exit status."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+def _trace_only(args: argparse.Namespace) -> dict[str, Any] | str:
+    wl = Workload(mode=args.mode, batch=_int(args.batch, "--batch", 1, MAX_BATCH),
+                  seq=_int(args.seq, "--seq", 1, MAX_SEQ), image=_image(args.image))
+    precision = (args.precision or default_precision(wl.mode)).lower()
+    setup = Setup(precision=precision, optimizer=args.optimizer.lower().replace("-", ""))
+    out = _trace_output(args, wl, setup, _traced(args, wl, setup), None)
+    return {"schema": "gpuwatch.trace/1", **out} if isinstance(out, dict) else out
+
+
+def _trace_output(args: argparse.Namespace, wl: Workload, setup: Setup,
+                  traced: dict[str, int], est: Any) -> dict[str, Any] | str:
+    from gpuwatch.core.units import format_bytes
+    from gpuwatch.probe.memtrace import torch_version
+
+    predicted = None
+    if est is not None:
+        predicted = {**{c: getattr(est.breakdown, c) for c in TRACE_CATEGORIES},
+                     "optimizer_states": est.detail.optimizer_persistent,
+                     "total": est.total_bytes}
+    doc = {"torch_version": torch_version(), "target": trace_target(args),
+           "method": "FakeTensorMode + MemTracker on the CPU, two steps; tensors only",
+           "traced_bytes": traced, "estimate_bytes": predicted}
+    if args.json:
+        return doc
+    head = (f"traced {doc['target']}: {wl.mode}, batch {wl.batch}, "
+            + (f"image {wl.image[0]}x{wl.image[1]}" if wl.image else f"seq {wl.seq}")
+            + f", {setup.precision}, {setup.optimizer} (torch {doc['torch_version']}; "
+            "tensors only, no framework overhead)")
+    lines = [head, "", f"{'category':<20}{'estimate':>12}{'traced':>12}{'error':>9}"]
+    for cat in (*TRACE_CATEGORIES, "total"):
+        t = traced[cat]
+        p = predicted[cat] if predicted else None
+        if not t and not p:
+            continue
+        err = f"{100 * (p - t) / t:+8.1f}%" if p is not None and t else f"{'':>9}"
+        shown_p = format_bytes(p, digits=2) if p is not None else "—"
+        lines.append(f"{cat.replace('_', ' '):<20}{shown_p:>12}"
+                     f"{format_bytes(t, digits=2):>12}{err}")
+    return "\n".join(lines)
+
+
 def compute(args: argparse.Namespace) -> dict[str, Any] | str:
     """The command's whole work without printing: the JSON document or the table text."""
+    tracing = bool(args.trace or args.trace_model)
+    if args.trace_model and not _has_model_source(args):
+        return _trace_only(args)
     spec, wl, setup, capacity = build(args)
+    if tracing:
+        traced = _traced(args, wl, setup)
+        bare = estimate(spec, wl, replace(setup, overhead_bytes=0))
+        side = _trace_output(args, wl, setup, traced, bare)
     gpu = lookup_gpu(args.gpu) if args.gpu else None
     est = estimate(spec, wl, setup)
     mb = ms = None
@@ -257,8 +349,10 @@ def compute(args: argparse.Namespace) -> dict[str, Any] | str:
     levers = what_if(spec, est)
     fit = fit_table(spec, est) if args.fit else None
     if args.json:
-        return to_json(est, capacity, mb, ms, levers, fit, gpu=gpu)
-    return to_table(est, capacity, mb, ms, levers, fit, gpu=gpu)
+        doc = to_json(est, capacity, mb, ms, levers, fit, gpu=gpu)
+        return {**doc, "trace": side} if tracing else doc
+    table = to_table(est, capacity, mb, ms, levers, fit, gpu=gpu)
+    return f"{table}\n\n{side}" if tracing else table
 
 
 def run_estimate(args: argparse.Namespace) -> int:
@@ -268,6 +362,9 @@ def run_estimate(args: argparse.Namespace) -> int:
     except BudgetError as e:
         print(f"gpuwatch estimate: {e}", file=sys.stderr)
         return 2
+    except TracedFailure as e:
+        print(f"gpuwatch estimate: {e}", file=sys.stderr)
+        return e.code
     if isinstance(out, dict):
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:

@@ -60,7 +60,9 @@ def declare(p: argparse.ArgumentParser) -> None:
             "--gpu H100-80GB",
             "gpuwatch estimate --config path/to/config.json --mode infer --context 32768 "
             "--fit",
-            "gpuwatch estimate --params 7B --zero 3 --dp 8 --capacity 24GiB --json"],
+            "gpuwatch estimate --params 7B --zero 3 --dp 8 --capacity 24GiB --json",
+            "gpuwatch estimate --trace-model torchvision:efficientnet_b0 --image 224x224 "
+            "--batch 32"],
         run="gpuwatch.commands.estimate:run_estimate")
     m = p.add_argument_group("model", "Give one of --model, --config or --params, or a "
                                       "custom transformer's --layers, --hidden and --heads.")
@@ -171,3 +173,15 @@ def declare(p: argparse.ArgumentParser) -> None:
     c.add_argument("--json", action="store_true",
                    help="print the gpuwatch.estimate/1 JSON document instead of the table "
                         "(default: the table)")
+    t = p.add_argument_group("traced peak (needs PyTorch; no GPU, no weights)")
+    t.add_argument("--trace", action="store_true",
+                   help="also trace one step exactly on the CPU (FakeTensorMode + "
+                        "MemTracker) and show it beside the estimate: --config builds the "
+                        "Hugging Face model (needs transformers), catalog ResNets and VGG "
+                        "come from torchvision (default: off)")
+    t.add_argument("--trace-model", metavar="TARGET",
+                   help="the model to trace, implies --trace: FILE.py:callable or "
+                        "module:callable (returns an nn.Module), torchvision:NAME or "
+                        "timm:NAME; alone, the trace is shown without an estimate; "
+                        "image models take --image, others token ids of --vocab "
+                        "(default: none)")

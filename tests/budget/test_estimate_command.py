@@ -166,7 +166,6 @@ def test_fused_attention_is_the_default_everywhere(capsys):
         ["--model", "llama-3.1-8b", "--mode", "infer", "--seq", "4096"],
         ["--model", "bert-base", "--seq", "512", "--precision", "fp32"],
         ["--model", "vit-b-16", "--batch", "64"],
-        ["--model", "t5-base", "--checkpointing", "full"],
         ["--model", "sd15-unet", "--batch", "2"],
         ["--params", "7B", "--lora", "16", "--precision", "int4"],
     ],
@@ -181,6 +180,12 @@ def test_every_attention_estimate_notes_the_eager_figure(capsys, argv):
     # what-if never offers eager attention as a saving
     assert not any("flash" in w["change"] for w in doc["what_if"])
     assert any(n.startswith("Attention counted as eager") for n in eager["notes"])
+
+
+def test_eager_only_families_count_their_scores_and_say_so(capsys):
+    doc = json.loads(run(capsys, "--model", "t5-base", "--checkpointing", "full", "--json")[1])
+    assert any("eager code, which has no fused path" in n for n in doc["notes"])
+    assert not any(n.startswith("Attention assumed fused") for n in doc["notes"])
 
 
 def test_models_without_attention_have_no_attention_note(capsys):

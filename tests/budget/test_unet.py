@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gpuwatch.budget import BudgetError, CnnSpec, Setup, Workload, estimate, lookup_model
-from gpuwatch.budget.estimator import cnn_attention_bytes
+from gpuwatch.budget.cnn_activations import cnn_attention_bytes
 from gpuwatch.budget.precision import get_precision
 from gpuwatch.commands.estimate import add_estimate_parser
 
