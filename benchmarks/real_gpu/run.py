@@ -1,0 +1,366 @@
+"""gpuwatch on a real GPU: real training runs recorded, estimates against the real allocator.
+
+    PYTHONPATH=. python3 benchmarks/real_gpu/run.py --out DIR      # on one H100/H200
+    PYTHONPATH=. python3 benchmarks/real_gpu/run.py --dry-run      # here: CPU, fake driver
+
+Each workload (benchmarks/real_gpu/workload.py) is its own process with the probe
+attached, while ``gpuwatch record --interval 1`` samples the driver into a session file
+of its phase (plan.py lists the phases and their sizes). Everything measured goes into
+the one output folder: ``summary.json`` (with each session's expectation checked at
+once), ``estimates.csv``/``.json``, ``sessions/``, ``reports/``, ``results/``, ``logs/``.
+
+``--dry-run`` runs the same code on CPU torch with tiny models under the vendored fake
+NVML driver (tests/fakenvml; needs a C compiler): the sessions' memory figures are the
+fake driver's, and what only CUDA can tell (allocator peaks, a real out-of-memory
+error) is null or labelled as a declared cap. ``import_results.py`` refuses such a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path[:0] = [str(HERE), str(REPO)]
+
+import expectations  # noqa: E402
+import figures  # noqa: E402
+from plan import Job, Phase, phases  # noqa: E402
+
+PY = sys.executable
+
+
+class Child:
+    """One workload process: started at once (it imports torch and waits), run on go.
+    A lazy one (a pooled job of the dry run, on a machine of few cores) starts at go."""
+
+    def __init__(self, run: Run, phase: str, job: Job, lazy: bool = False):
+        self.job, self.phase, self.run = job, phase, run
+        folder = run.out / "results" / phase
+        folder.mkdir(parents=True, exist_ok=True)
+        self.result_path = folder / f"{job.name}.json"
+        self.go_path = run.tmp / f"go-{phase}-{job.name}"
+        params = {**job.params, "name": job.name, "dry": run.dry,
+                  "result": str(self.result_path), "go": str(self.go_path)}
+        if job.kind == "batch":
+            params["estimator"] = str(run.configs / f"{job.params['model']}.config.json")
+        self.argv = [PY, str(HERE / "workload.py"), job.kind, json.dumps(params)]
+        self.log = (run.out / "logs" / f"{phase}-{job.name}.log").open("w")
+        self.proc: subprocess.Popen | None = None
+        self.exited_at: float | None = None
+        self.rc: int | None = None
+        self.go_at: float | None = None
+        if not lazy:
+            self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**self.run.env, **self.job.env})
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def go(self) -> None:
+        if self.proc is None:
+            self.start()
+        self.go_path.touch()
+        self.go_at = time.time()
+
+    def poll(self) -> bool:
+        """True once the process has ended (its end time noted when first seen)."""
+        if self.proc is None:
+            return False
+        if self.rc is None and self.proc.poll() is not None:
+            self.rc, self.exited_at = self.proc.returncode, time.time()
+        return self.rc is not None
+
+    def stop(self) -> None:
+        if self.proc is None or self.poll():
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.poll()
+
+    def result(self) -> dict[str, Any]:
+        self.log.close()
+        try:
+            doc = json.loads(self.result_path.read_text())
+        except (OSError, ValueError):
+            doc = {}
+        return {"job": self.job.name, "kind": self.job.kind, "pid": self.pid,
+                "returncode": self.rc, "go_at": self.go_at, "exited_at": self.exited_at,
+                "result": doc}
+
+
+class Run:
+    def __init__(self, out: Path, dry: bool, scale: float):
+        self.out, self.dry, self.scale = out, dry, scale
+        for sub in ("sessions", "reports", "results", "logs", "configs"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        self.configs = out / "configs"
+        self.tmp = Path(tempfile.mkdtemp(prefix="gpuwatch-real-gpu-"))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH"))))
+        env["GPUWATCH_PROBE_DIR"] = str(self.tmp / "probes")
+        env["GPUWATCH_DATA_DIR"] = str(self.tmp / "data")
+        for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"):
+            env[name] = str(self.tmp / name.lower())
+            os.makedirs(env[name], mode=0o700, exist_ok=True)
+        os.makedirs(env["GPUWATCH_PROBE_DIR"], mode=0o700, exist_ok=True)
+        if dry:
+            env.update(LD_LIBRARY_PATH=str(build_fake_driver(self.tmp)), FAKENVML_GPUS="1",
+                       FAKENVML_MEM_GIB="80", FAKENVML_PIDS="self", CUDA_VISIBLE_DEVICES="",
+                       OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        self.env = env
+        self.t0 = time.time()
+        self.summary: dict[str, Any] = {
+            "schema": "gpuwatch.real-gpu-run/1", "mode": "dry-run" if dry else "real",
+            "started_at_s": self.t0, "scale": scale, "phases": {},
+            "note": ("DRY RUN: CPU torch, tiny models, the fake NVML driver's memory figures; "
+                     "nothing here is a measurement of a GPU") if dry else ""}
+
+    def save(self) -> None:
+        self.summary["wall_s"] = round(time.time() - self.t0, 1)
+        tmp = self.out / "summary.json.tmp"
+        tmp.write_text(json.dumps(self.summary, indent=1, default=str))
+        os.replace(tmp, self.out / "summary.json")
+
+
+def build_fake_driver(tmp: Path) -> Path:
+    folder = tmp / "fakenvml"
+    done = subprocess.run([PY, str(REPO / "tests" / "fakenvml" / "build.py"), str(folder)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"real_gpu: the dry run needs the fake driver, which did not build:"
+                         f"\n{done.stderr.strip()}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def gpu_facts(run: Run) -> dict[str, Any]:
+    done = subprocess.run([PY, "-m", "gpuwatch", "snapshot", "--json"], capture_output=True,
+                          text=True, env=run.env, check=False)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip()[-400:]}
+    doc = json.loads(done.stdout)
+    gpus = doc.get("gpus") or [{}]
+    g = gpus[0]
+    return {"backend": doc.get("backend"), "name": g.get("name"),
+            "total_bytes": (g.get("memory") or {}).get("total_bytes", g.get("total_bytes")),
+            "gpus": len(gpus), "driver": (doc.get("backend") or {}).get("driver_version")}
+
+
+def start_record(run: Run, phase: str, pids: list[int]) -> tuple[subprocess.Popen, Path, Any]:
+    session = run.out / "sessions" / f"{phase}.gpuwatch.sqlite"
+    session.unlink(missing_ok=True)
+    env = dict(run.env)
+    if run.dry:
+        env["FAKENVML_PIDS"] = ",".join(map(str, pids))
+    log = (run.out / "logs" / f"{phase}-record.log").open("w")
+    proc = subprocess.Popen([PY, "-m", "gpuwatch", "record", "--interval", "1", "--out",
+                             str(session)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    path = run.out / "logs" / f"{phase}-record.log"
+    end = time.monotonic() + 30
+    while time.monotonic() < end and "Recording" not in path.read_text():
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    return proc, session, log
+
+
+def session_start(session: Path) -> float | None:
+    try:
+        with sqlite3.connect(f"file:{session}?mode=ro", uri=True) as db:
+            return float(db.execute("SELECT started_at_s FROM session").fetchone()[0])
+    except (sqlite3.Error, TypeError):
+        return None
+
+
+def report(run: Run, phase: str, session: Path) -> dict[str, Any] | None:
+    target = run.out / "reports" / f"{phase}.json"
+    done = subprocess.run([PY, "-m", "gpuwatch", "report", str(session), "--format", "json",
+                           "-o", str(target)], capture_output=True, text=True, env=run.env,
+                          check=False)
+    if done.returncode != 0:
+        return None
+    return json.loads(target.read_text())
+
+
+def drive(run: Run, phase: Phase, children: list[Child]) -> str:
+    """Give each process its go (timed, or pooled ``parallel`` at a time) and wait for
+    them to end; those still running at ``max_s`` are stopped. Returns how it ended."""
+    t0 = time.time()
+    pool = [c for c in children if c.job.go_at_s is None]
+    timed = sorted((c for c in children if c.job.go_at_s is not None),
+                   key=lambda c: c.job.go_at_s or 0.0)
+    while True:
+        now = time.time() - t0
+        for c in timed:
+            if c.go_at is None and (c.job.go_at_s or 0.0) <= now:
+                c.go()
+        running = sum(1 for c in pool if c.go_at is not None and not c.poll())
+        for c in pool:
+            if running >= phase.parallel:
+                break
+            if c.go_at is None:
+                c.go()
+                running += 1
+        if all(c.go_at is not None and c.poll() for c in children):
+            return "ended"
+        if now > phase.max_s:
+            for c in children:
+                c.stop()
+            return f"cut at {phase.max_s:.0f} s"
+        time.sleep(0.1)
+
+
+def run_phase(run: Run, phase: Phase, children: list[Child]) -> dict[str, Any]:
+    t0 = time.time()
+    rec = session = log = None
+    if phase.record:
+        rec, session, log = start_record(run, phase.name,
+                                         [c.pid for c in children if c.pid is not None])
+    how = drive(run, phase, children)
+    if rec is not None:
+        time.sleep(phase.tail_s)        # the session sees the exits and the memory return
+        rec.send_signal(signal.SIGTERM)
+        try:
+            rec.wait(30)
+        except subprocess.TimeoutExpired:
+            rec.kill()
+        log.close()
+    out: dict[str, Any] = {"wall_s": round(time.time() - t0, 1), "ended": how,
+                           "children": [c.result() for c in children], "note": phase.note}
+    if session is not None and session.exists():
+        start = session_start(session)
+        out.update(session=str(session.relative_to(run.out)), session_started_at_s=start,
+                   expect=phase.expect)
+        entry = expectation_entry(phase, out["children"], start)
+        out["entry"] = entry
+        rep = report(run, phase.name, session)
+        if rep is not None and entry is not None:
+            out["check"] = expectations.check(rep, entry)
+            if run.dry:
+                out["check_note"] = ("dry run: the session holds the fake driver's figures, "
+                                     "so this outcome says nothing about the advisor")
+    return out
+
+
+def expectation_entry(phase: Phase, children: list[dict], start: float | None) -> dict | None:
+    if phase.expect is None:
+        return None
+    main = children[0]
+    entry: dict[str, Any] = {"expect": phase.expect, "pid": main["pid"]}
+    if phase.expect == "oom":
+        died = (main["result"].get("died") or {})
+        entry["died_of_out_of_memory"] = bool(died.get("out_of_memory"))
+        entry["t_oom_s"] = (round(main["exited_at"] - start, 1)
+                            if start and main["exited_at"] and main["returncode"] else None)
+    if phase.expect in ("healthy", "arrival"):
+        entry.pop("pid")
+    return entry
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=os.environ.get("OUT") or None,
+                    help="the output folder (default: $OUT where set)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="CPU torch, tiny models, the fake NVML driver")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply every real duration by this (default 1)")
+    ap.add_argument("--budget-s", type=float, default=450.0,
+                    help="skip a phase that would start after this many seconds (default 450)")
+    ap.add_argument("--only", default="", help="comma list of phases to run (default: all)")
+    args = ap.parse_args()
+    if args.out is None:
+        ap.error("--out DIR is needed (or $OUT)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    run = Run(args.out.resolve(), args.dry_run, args.scale)
+    try:
+        return execute(run, args)
+    finally:
+        shutil.rmtree(run.tmp, ignore_errors=True)
+
+
+def execute(run: Run, args: argparse.Namespace) -> int:
+    import models
+
+    for name in (*models.SPECS, "gpt2-tiny"):
+        models.write_config(name, run.configs)
+    facts = gpu_facts(run)
+    run.summary["gpu"] = facts
+    print(f"real_gpu: {run.summary['mode']} on {facts.get('name')} "
+          f"(driver {facts.get('driver')}), out {run.out}", flush=True)
+    wanted = {p for p in args.only.split(",") if p}
+    plan = [p for p in phases(run.dry, args.scale, facts.get("total_bytes"))
+            if not wanted or p.name in wanted]
+    spawned: dict[str, list[Child]] = {}
+
+    def prepare(phase: Phase) -> None:
+        if phase.name not in spawned:
+            spawned[phase.name] = [Child(run, phase.name, j, lazy=run.dry and j.go_at_s is None)
+                                   for j in phase.jobs]
+
+    for i, phase in enumerate(plan):
+        elapsed = time.time() - run.t0
+        if not run.dry and elapsed > args.budget_s:
+            run.summary["phases"][phase.name] = {"skipped": f"{elapsed:.0f} s spent, budget "
+                                                            f"{args.budget_s:.0f} s"}
+            for c in spawned.pop(phase.name, []):
+                c.stop()
+            continue
+        prepare(phase)
+        if i + 1 < len(plan):
+            prepare(plan[i + 1])        # the next phase imports torch meanwhile
+        print(f"real_gpu: phase {phase.name} ({elapsed:.0f} s)", flush=True)
+        result = run_phase(run, phase, spawned.pop(phase.name))
+        run.summary["phases"][phase.name] = result
+        if phase.name == "batch-tools":
+            run.summary["phases"]["batch-verify"] = verify_batch(run, result)
+        run.save()
+    for leftover in spawned.values():
+        for c in leftover:
+            c.stop()
+    figures.collect(run.summary, run.out, run.configs, run.env)
+    run.save()
+    print(json.dumps(figures.headline(run.summary), indent=1, default=str), flush=True)
+    print(f"real_gpu: done in {time.time() - run.t0:.0f} s; {run.out / 'summary.json'}")
+    return 0
+
+
+def verify_batch(run: Run, batch_phase: dict[str, Any]) -> dict[str, Any]:
+    """The largest batch the search found, and one more, each in a fresh process."""
+    found = (((batch_phase["children"] or [{}])[0].get("result") or {}).get("from_one") or {})
+    b = found.get("batch")
+    if not b:
+        return {"skipped": "the search found no batch"}
+    job = Job("verify", "batch-verify", {**plan_batch_params(run), "batches": [b + 1, b]})
+    phase = Phase("batch-verify", [job], record=False, max_s=90 if not run.dry else 30)
+    return run_phase(run, phase, [Child(run, phase.name, job)])
+
+
+def plan_batch_params(run: Run) -> dict[str, Any]:
+    p = next(p for p in phases(run.dry, run.scale) if p.name == "batch-tools")
+    keep = ("model", "precision", "seq", "dry_cap_tokens")
+    return {k: v for k, v in p.jobs[0].params.items() if k in keep}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
