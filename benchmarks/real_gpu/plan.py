@@ -1,8 +1,9 @@
 """What the run does, phase by phase, with the sizes and times of a real card and of the
 dry run (the same workloads, tiny models, seconds instead of minutes).
 
-Real sizes aim at one 80–141 GB card (H100, H200) and about 6½ minutes in all; every
-duration is multiplied by ``--scale``.
+Real sizes aim at one 80–141 GB card (H100, H200) and about 6½ minutes in all (the
+estimate was made from step times, not measured yet); every real duration is multiplied
+by ``--scale``.
 """
 
 from __future__ import annotations
@@ -101,28 +102,27 @@ def phases(dry: bool, scale: float = 1.0, memory_bytes: int | None = None) -> li
                    "overhead and estimate processes run beside it"),
         Phase("oom", [Job("oom", "oom", dict(
             model=big, precision="bf16", batch=4 if not dry else 2, seq=1024 if not dry else 16,
-            stage_s=t(14, 0.7), first_stage_s=t(9, 0.7),
+            stage_s=t(13, 0.7), first_stage_s=t(8, 0.7),
             free_targets=[0.044, 0.040, 0.036, 0.032, 0.028, 0.024, 0.020],
             final_growth=1.6, dry_cap_tokens=192))],
             expect="oom", max_s=t(240, 40), tail_s=t(8, 2)),
         Phase("healthy", [Job("healthy", "train", dict(
-            model=big, precision="amp-bf16", batch=4, seq=seq, duration_s=t(40, 3),
+            model=big, precision="amp-bf16", batch=4, seq=seq, duration_s=t(35, 3),
             warmup_steps=10, eval_at_fraction=0.6))],
             expect="healthy", max_s=t(70, 25), tail_s=t(5, 1.5)),
         Phase("fragmentation", [Job("fragmenting", "train", dict(
-            model=small, precision="bf16", batch=8 if not dry else 4, seq=seq,
-            duration_s=t(32, 3),
+            model=small, precision="bf16", batch=4, seq=seq, duration_s=t(28, 3),
             variable=[16, 64] if dry else [64, 4096]), env=frag_env)],
             expect="fragmentation", max_s=t(60, 25), tail_s=t(4, 1.5)),
         Phase("arrival", [
             Job("first", "train", dict(model=small, precision="amp-bf16", batch=8,
-                                       seq=seq_small, duration_s=t(32, 3))),
+                                       seq=seq_small, duration_s=t(28, 3))),
             Job("arriving", "infer", dict(model=small, batch=16, prompt=seq_small,
-                                          duration_s=t(17, 1.5)), go_at_s=t(12, 1))],
+                                          duration_s=t(15, 1.5)), go_at_s=t(10, 1))],
             expect="arrival", max_s=t(60, 25), tail_s=t(5, 1.5)),
         Phase("inference-kv", [Job("generate", "infer", dict(
             model=big, batch=64 if not dry else 4, prompt=512 if not dry else 16,
-            duration_s=t(30, 2.5)))],
+            duration_s=t(25, 2.5)))],
             expect="healthy", max_s=t(55, 25), tail_s=t(4, 1.5)),
         Phase("batch-tools", [Job("batch", "batch", dict(
             model=small, precision="amp-bf16", seq=4096 if not dry else 32,

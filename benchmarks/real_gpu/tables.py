@@ -20,7 +20,9 @@ def pct(x: float | None) -> str:
 
 
 def rate(x: float | None) -> str:
-    return "—" if x is None else f"{x / 1e9:,.1f} GB/s"
+    if x is None:
+        return "—"
+    return f"{x / 1e9:,.1f} GB/s" if abs(x) >= 1e9 else f"{x / 1e6:,.1f} MB/s"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -53,8 +55,8 @@ def markdown(summary: dict[str, Any]) -> str:
         out.append("\n**Estimates against the allocator** (estimate = `gpuwatch estimate "
                    "--json`, default overhead; in-torch = estimate less its overhead; error = "
                    "(estimate − measured) / measured; the estimate's optimizer states include "
-                   "the foreach step's temporary, one more state-sized buffer (+50 % for "
-                   "AdamW, +100 % for momentum SGD), the probe's only the states kept)\n")
+                   "AdamW's foreach step temporary, one more state-sized buffer (+50 %), "
+                   "the probe's only the states kept)\n")
         out.append(_table(
             ["configuration", "estimate", "NVML (process)", "error", "max reserved",
              "error (in-torch)", "max allocated", "error (in-torch)", "weights error",
@@ -79,8 +81,7 @@ def markdown(summary: dict[str, Any]) -> str:
     lk, kv, bw = f.get("leak") or {}, f.get("kv_cache") or {}, f.get("bandwidth") or {}
     out.append("\n**Growth and bandwidth against what gpuwatch saw**\n")
     out.append(_table(["figure", "known (from the workload)", "seen by gpuwatch", "ratio"], [
-        ["leak", rate((lk.get("known_rate_bytes_per_s") or 0) * 1.0) if lk.get(
-            "known_rate_bytes_per_s") else "—", rate(lk.get("nvml_slope_bytes_per_s")),
+        ["leak", rate(lk.get("known_rate_bytes_per_s")), rate(lk.get("nvml_slope_bytes_per_s")),
          _ratio(lk.get("ratio_nvml_to_known"))],
         ["KV cache growth", rate(kv.get("known_rate_bytes_per_s")),
          rate(kv.get("nvml_slope_bytes_per_s")),
@@ -109,7 +110,7 @@ def markdown(summary: dict[str, Any]) -> str:
         died = oom.get("died") or {}
         out.append(f"\n**Out-of-memory death**: t_oom_s "
                    f"{(oom.get('entry') or {}).get('t_oom_s')}, warned "
-                   f"{oom.get('warned_before_s', '—')} s before; "
+                   f"{oom.get('warned_before_s') or '—'} s before; "
                    f"`{died.get('type')}`: {str(died.get('message'))[:160]}")
     return "\n".join(out)
 

@@ -139,9 +139,12 @@ def oom(rt: Runtime, p: Result, out: Out) -> None:
             if rt.dry:
                 seq = max(seq, (rt.cap_tokens or 0) // batch + 1)
         elif isinstance(target, float) and ft is not None and len(points) >= 2:
-            (t1, f1), (t2, f2) = points[-2], points[-1]
+            # the cost per token from the first two stages (a 2x step, well measured),
+            # aimed from the latest stage (the cache only grows, so that is where it is)
+            (t1, f1), (t2, f2) = points[0], points[1]
             per_token = max(1.0, (f1 - f2) / max(1, t2 - t1))
-            seq = max(seq + 1, int((t2 + (f2 - target * ft[1]) / per_token) / batch))
+            tl, fl = points[-1]
+            seq = max(seq + 1, int((tl + (fl - target * ft[1]) / per_token) / batch))
         elif isinstance(target, float):          # dry run: a few more tokens a stage
             seq += max(1, seq // 8)
         stage = {"stage": k, "seq": seq, "batch": batch, "free_target": target,
