@@ -103,7 +103,7 @@ def phases(dry: bool, scale: float = 1.0, memory_bytes: int | None = None) -> li
         Phase("oom", [Job("oom", "oom", dict(
             model=big, precision="bf16", batch=4 if not dry else 2, seq=1024 if not dry else 16,
             stage_s=t(13, 0.7), first_stage_s=t(8, 0.7),
-            free_targets=[0.044, 0.040, 0.036, 0.032, 0.028, 0.024, 0.020],
+            alloc_targets=[0.80, 0.88, 0.950, 0.954, 0.958, 0.962, 0.966, 0.970, 0.974],
             final_growth=1.6, dry_cap_tokens=192))],
             expect="oom", max_s=t(240, 40), tail_s=t(8, 2)),
         Phase("healthy", [Job("healthy", "train", dict(

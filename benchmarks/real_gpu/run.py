@@ -299,11 +299,46 @@ def main() -> int:
         shutil.rmtree(run.tmp, ignore_errors=True)
 
 
-def execute(run: Run, args: argparse.Namespace) -> int:
-    import models
+PREFLIGHT = """
+import importlib, json
+missing = []
+for name in ("torch", "pynvml", "numpy", "psutil"):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        missing.append(name)
+cuda = None
+if "torch" not in missing:
+    import torch
+    cuda = torch.cuda.is_available()
+print(json.dumps({"missing": missing, "cuda": cuda}))
+"""
 
-    for name in (*models.SPECS, "gpt2-tiny"):
-        models.write_config(name, run.configs)
+
+def preflight(run: Run) -> str | None:
+    """What stops this run before it starts (in a child: no CUDA context here)."""
+    done = subprocess.run([PY, "-c", PREFLIGHT], capture_output=True, text=True,
+                          env=run.env, check=False)
+    if done.returncode != 0:
+        return f"{PY} cannot run the preflight check: {done.stderr.strip()[-300:]}"
+    found = json.loads(done.stdout.splitlines()[-1])
+    if found["missing"]:
+        return (f"{PY} lacks {', '.join(found['missing'])} (the run needs torch, "
+                "nvidia-ml-py, numpy and psutil; set PYTHON= to another interpreter)")
+    if not run.dry and not found["cuda"]:
+        return "PyTorch sees no CUDA GPU here; --dry-run runs on CPU with the fake driver"
+    return None
+
+
+def execute(run: Run, args: argparse.Namespace) -> int:
+    problem = preflight(run)
+    if problem:
+        print(f"real_gpu: {problem}", file=sys.stderr)
+        return 2
+    import shapes
+
+    for name in (*shapes.SPECS, "gpt2-tiny"):
+        shapes.write_config(name, run.configs)
     facts = gpu_facts(run)
     run.summary["gpu"] = facts
     print(f"real_gpu: {run.summary['mode']} on {facts.get('name')} "

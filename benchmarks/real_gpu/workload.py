@@ -114,53 +114,57 @@ def train(rt: Runtime, p: Result, out: Out) -> None:
 
 
 def oom(rt: Runtime, p: Result, out: Out) -> None:
-    """A curriculum that lengthens the sequence every ``stage_s`` until the card is
-    full: each stage's length is aimed at a free-memory target from the last two
-    stages' measured cost per token; the last one asks for more than the card has.
-    The out-of-memory error is not caught."""
+    """A curriculum that lengthens the sequence every ``stage_s`` until the card is full.
+
+    Two stages measure what a token costs at the allocator's peak (``max_memory_allocated``:
+    the tensors themselves, exact and linear in the tokens); each later stage is aimed at
+    a peak of ``alloc_targets`` × the card. From 95 % of the card allocated, what NVML
+    shows as used (CUDA's context + the allocator's reserve, never below the tensors) is
+    above 95 %, so the advisor's low-free warning is due 15 s later, however the cache is
+    laid out; the targets climb slowly from there so the run dies ~70 s after it, at the
+    last stage, which asks for 1.6× the tokens. The out-of-memory error is not caught.
+    """
     dtype, amp = _precision(p.get("precision", "bf16"))
     model = causal_lm(p["model"], rt, dtype)
     vocab = models.SPECS[p["model"]].vocab
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     probe.attach(model, opt)
     batch, seq = p["batch"], p["seq"]
-    points: list[tuple[int, int]] = []          # (tokens, free bytes after the stage)
+    points: list[tuple[int, int]] = []          # (tokens, peak allocated bytes)
     stages: list[Result] = []
-    # two stages to measure the cost per token, one per free-memory target, then one
-    # that asks for more than the card has
-    plan: list[float | str] = ["first", "double", *p["free_targets"], "beyond"]
+    plan: list[float | str] = ["first", "double", *p["alloc_targets"], "beyond"]
     start = time.monotonic()
     for k, target in enumerate(plan):
-        ft = rt.free_total()
         if target == "double":
             seq *= 2
         elif target == "beyond":
             seq = int(seq * p.get("final_growth", 1.6))
             if rt.dry:
                 seq = max(seq, (rt.cap_tokens or 0) // batch + 1)
-        elif isinstance(target, float) and ft is not None and len(points) >= 2:
-            # the cost per token from the first two stages (a 2x step, well measured),
-            # aimed from the latest stage (the cache only grows, so that is where it is)
-            (t1, f1), (t2, f2) = points[0], points[1]
-            per_token = max(1.0, (f1 - f2) / max(1, t2 - t1))
-            tl, fl = points[-1]
-            seq = max(seq + 1, int((tl + (fl - target * ft[1]) / per_token) / batch))
+        elif isinstance(target, float) and not rt.dry and len(points) >= 2:
+            (t1, a1), (t2, a2) = points[0], points[1]
+            per_token = max(1.0, (a2 - a1) / max(1, t2 - t1))
+            tl, al = points[-1]
+            total = torch.cuda.get_device_properties(0).total_memory
+            seq = max(seq + 1, int((tl + (target * total - al) / per_token) / batch))
         elif isinstance(target, float):          # dry run: a few more tokens a stage
             seq += max(1, seq // 8)
-        stage = {"stage": k, "seq": seq, "batch": batch, "free_target": target,
-                 "at_s": time.monotonic() - start}
+        stage: Result = {"stage": k, "seq": seq, "batch": batch, "target": target,
+                         "at_s": round(time.monotonic() - start, 2)}
         stages.append(stage)
         out.emit(stages=stages, death_expected_at_stage=len(plan) - 1)
-        end = time.monotonic() + (p.get("first_stage_s", p["stage_s"]) if k < 2
-                                  else p["stage_s"])
+        # the stages below 95 % are short: the time goes to the top, where it is warned
+        top = target == "beyond" or (isinstance(target, float) and target >= 0.95)
+        end = time.monotonic() + (p["stage_s"] if top else p.get("first_stage_s",
+                                                                  p["stage_s"]))
         while time.monotonic() < end:
             ids, labels = tokens(vocab, batch, seq, rt)
             train_step(model, opt, ids, labels, rt, amp)
             rt.sync()
-        ft = rt.free_total()
-        stage.update(free_bytes=None if ft is None else ft[0],
-                     free_fraction=None if ft is None else ft[0] / ft[1], memory=rt.memory())
-        points.append((batch * seq, ft[0] if ft else 0))
+        ft, mem = rt.free_total(), rt.memory()
+        stage.update(free_fraction=None if ft is None else round(ft[0] / ft[1], 4),
+                     memory=mem)
+        points.append((batch * seq, mem.get("max_allocated_bytes") or 0))
         out.emit(stages=stages)
     out.emit(survived=True)     # the card had more than the curriculum could ask
 
