@@ -119,19 +119,19 @@ def entries_of(out: Path, summary: dict[str, Any]) -> list[tuple[Path, dict[str,
     return found
 
 
-def write_doc_tables(text: str) -> bool:
-    if not DOC.exists():
+def write_doc_tables(text: str, path: Path = DOC) -> bool:
+    if not path.exists():
         return False
-    doc = DOC.read_text()
+    doc = path.read_text()
     if BEGIN not in doc or END not in doc:
         return False
     head, rest = doc.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    path.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
     return True
 
 
-def import_run(out: Path, dest: Path) -> int:
+def import_run(out: Path, dest: Path, doc_path: Path = DOC) -> int:
     summary = json.loads((out / "summary.json").read_text())
     if summary.get("mode") != "real":
         raise Refused(f"{out}: a {summary.get('mode')!r} run; only a run on a real GPU is "
@@ -165,8 +165,8 @@ def import_run(out: Path, dest: Path) -> int:
         problems = expectations.check(manifest.replay(dest / e["file"], REPO), e)
         failed += bool(problems)
         print(f"replay: {e['file']}: " + ("ok" if not problems else "; ".join(problems)))
-    if write_doc_tables(markdown(summary)):
-        print(f"import: tables written into {DOC.relative_to(REPO)}")
+    if write_doc_tables(markdown(summary), doc_path):
+        print(f"import: tables written into {doc_path}")
     print(f"import: {len(picked)} traces imported, {len(entries)} listed, "
           f"{total / 1e6:.2f} MB in all; {failed} fail their expectation")
     return 1 if failed else 0
@@ -177,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path, help="the run's output folder (holds summary.json)")
     ap.add_argument("--dest", type=Path, default=DEST, help="default: tests/data/real")
+    ap.add_argument("--doc", type=Path, default=DOC,
+                    help="the page whose figures section is replaced (default: "
+                         "docs/real-gpu.md)")
     ap.add_argument("--tables", action="store_true",
                     help="only print the figures as Markdown tables (any run, dry included)")
     args = ap.parse_args(argv)
@@ -184,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.tables:
             print(markdown(json.loads((args.out / "summary.json").read_text())))
             return 0
-        return import_run(args.out, args.dest)
+        return import_run(args.out, args.dest, args.doc)
     except Refused as exc:
         print(f"import: refused: {exc}", file=sys.stderr)
         return 2

@@ -155,6 +155,53 @@ def test_the_importer_never_imports_a_dry_run_or_a_simulated_session(tmp_path, c
     assert not dest.exists() or not any(dest.iterdir())
 
 
+def _as_if_real(session: Path, gpu: str) -> Path:
+    """A copy of a simulated session that says it came from NVML on ``gpu`` (only ever
+    in a temporary folder: it exercises the importer's path for a real run)."""
+    import sqlite3
+
+    copy = session.with_name("real-" + session.name)
+    copy.write_bytes(session.read_bytes())
+    with sqlite3.connect(copy) as db:
+        db.execute("UPDATE session SET backend_kind = 'nvml', scenario = NULL")
+        db.execute("UPDATE gpu SET name = ?", (gpu,))
+    return copy
+
+
+def test_the_importer_compacts_lists_and_replays_a_real_run(tmp_path, capsys):
+    gpu = "NVIDIA H100 80GB HBM3"
+    oom = _as_if_real(_record(tmp_path, "oom-ramp"), gpu)
+    calm = _as_if_real(_record(tmp_path, "warmup-staircase", "--duration", "300"), gpu)
+    out = tmp_path / "run"
+    (out / "sessions").mkdir(parents=True)
+    for src in (oom, calm):
+        (out / "sessions" / src.name).write_bytes(src.read_bytes())
+    (out / "summary.json").write_text(json.dumps({
+        "mode": "real", "gpu": {"name": gpu, "driver": "550.54.15"}, "figures": {},
+        "phases": {
+            "oom": {"session": f"sessions/{oom.name}", "wall_s": 500, "ended": "ended",
+                    "entry": {"expect": "oom", "pid": 71310, "t_oom_s": 492.0,
+                              "died_of_out_of_memory": True}},
+            "healthy": {"session": f"sessions/{calm.name}", "entry": {"expect": "healthy"}},
+            "leak": {"session": f"sessions/{calm.name}",
+                     "entry": {"expect": "leak", "pid": 1}}}}))
+    doc = tmp_path / "real-gpu.md"
+    doc.write_text(f"before\n{import_results.BEGIN}\nold\n{import_results.END}\nafter\n")
+    dest = tmp_path / "dest"
+    assert import_results.main([str(out), "--dest", str(dest), "--doc", str(doc)]) == 0
+    said = capsys.readouterr().out
+    assert "not imported as a leak trace" in said and said.count(": ok") == 2
+    listed = manifest.load(dest / "manifest.json")
+    assert {e["expect"] for e in listed} == {"oom", "healthy"}
+    assert all(e["gpu"] == gpu and (dest / e["file"]).stat().st_size < 10**6
+               for e in listed)
+    text = doc.read_text()
+    assert "old" not in text and text.startswith("before") and "| oom |" in text
+    # a second import of the same run replaces its entries, it does not add to them
+    assert import_results.main([str(out), "--dest", str(dest), "--doc", str(doc)]) == 0
+    assert len(manifest.load(dest / "manifest.json")) == 2
+
+
 # ---------------------------------------------------------------- the manifest's reader
 ENTRY = st.fixed_dictionaries(
     {"file": st.sampled_from(["a.gpuwatch.sqlite.gz", "b.gpuwatch.sqlite", "../x.gz", ""]),
