@@ -34,9 +34,9 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 import expectations  # noqa: E402
 import manifest  # noqa: E402
+from run import leak_span_s  # noqa: E402
 from tables import markdown  # noqa: E402
 
-from gpuwatch.advisor.settings import AdvisorSettings  # noqa: E402
 from gpuwatch.sessions.reader import SessionReader  # noqa: E402
 
 DEST = REPO / "tests" / "data" / "real"
@@ -50,11 +50,6 @@ class Refused(Exception):
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower().removeprefix("nvidia ")).strip("-")[:40]
-
-
-def leak_span_s() -> float:
-    s = AdvisorSettings()
-    return s.leak_warmup_s + s.leak_min_span_s + 2 * s.leak_bucket_s
 
 
 def session_facts(path: Path) -> dict[str, Any]:

@@ -253,12 +253,24 @@ def run_phase(run: Run, phase: Phase, children: list[Child]) -> dict[str, Any]:
         entry = expectation_entry(phase, out["children"], start)
         out["entry"] = entry
         rep = report(run, phase.name, session)
-        if rep is not None and entry is not None:
+        duration = (rep or {}).get("session", {}).get("duration_s") or 0.0
+        if entry is not None and entry["expect"] == "leak" and duration < leak_span_s():
+            out["check_note"] = (f"not checked: {duration:.0f} s recorded, the leak rule "
+                                 f"needs {leak_span_s():.0f} s by default")
+        elif rep is not None and entry is not None:
             out["check"] = expectations.check(rep, entry)
             if run.dry:
                 out["check_note"] = ("dry run: the session holds the fake driver's figures, "
                                      "so this outcome says nothing about the advisor")
     return out
+
+
+def leak_span_s() -> float:
+    """How long a session must be for the leak rule to find a leak (default settings)."""
+    from gpuwatch.advisor.settings import AdvisorSettings
+
+    st = AdvisorSettings()
+    return st.leak_warmup_s + st.leak_min_span_s + 2 * st.leak_bucket_s
 
 
 def expectation_entry(phase: Phase, children: list[dict], start: float | None) -> dict | None:

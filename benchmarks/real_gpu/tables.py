@@ -46,7 +46,8 @@ def markdown(summary: dict[str, Any]) -> str:
     for name, p in (summary.get("phases") or {}).items():
         check = p.get("check")
         verdict = ("skipped: " + p["skipped"]) if p.get("skipped") else \
-            "—" if check is None else "ok" if not check else "; ".join(check)
+            p.get("check_note", "—") if check is None else "ok" if not check \
+            else "; ".join(check)
         rows.append([name, p.get("expect") or "—", f"{p.get('wall_s', '—')} s",
                      p.get("ended", "—"), verdict.replace("|", "/")])
     out.append(_table(["phase", "expect", "wall", "ended", "check"], rows))

@@ -375,7 +375,7 @@ def batch_tools(rt: Runtime, p: Result, out: Out) -> None:
             with torch.autocast(rt.kind, dtype=torch.bfloat16, enabled=amp):
                 loss = model(ids, labels)[0] / accum
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         opt.step()
         return total
 
@@ -445,10 +445,13 @@ def main() -> None:
     sys.excepthook = died
     wait_for_go(params["go"])
     out.emit(started_at=time.time(), runtime=rt.facts())
-    if kind == "batch" and params.get("estimator") and not rt.dry:
+    if kind == "batch" and params.get("estimator"):
+        # the dry run has no card: the estimator is asked about an 80 GiB one, and says so
+        capacity = 80 * 2**30 if rt.dry else rt.free_total()[1]  # type: ignore[index]
         params["estimator_batch"] = estimator_batch(
-            params["estimator"], params["precision"], params["seq"], rt.free_total()[1])
-        out.emit(estimator_batch=params["estimator_batch"])
+            params["estimator"], params["precision"], params["seq"], capacity)
+        out.emit(estimator_batch=params["estimator_batch"], estimator_capacity_bytes=capacity,
+                 estimator_note="dry run: capacity assumed, not a device's" if rt.dry else "")
     WORKLOADS[kind](rt, params, out)
     out.emit(ended_at=time.time())
 
