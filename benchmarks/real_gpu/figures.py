@@ -23,10 +23,14 @@ def _children(summary: dict[str, Any], phase: str) -> list[dict[str, Any]]:
 
 
 def _slope(t: np.ndarray, y: np.ndarray) -> float | None:
+    """The line's slope through the later half of a process's track (the first half
+    holds its start: CUDA's context, the weights, the first steps)."""
     keep = ~np.isnan(y)
-    if keep.sum() < 3:
+    t, y = t[keep], y[keep]
+    t, y = t[len(t) // 2:], y[len(y) // 2:]
+    if t.size < 3:
         return None
-    return float(np.polyfit(t[keep], y[keep], 1)[0])
+    return float(np.polyfit(t, y, 1)[0])
 
 
 def process_track(out: Path, summary: dict[str, Any], phase: str,

@@ -75,10 +75,12 @@ def markdown(summary: dict[str, Any]) -> str:
                    f"assumes {size(oh.get('estimator_cuda_context_bytes'))} + cuBLAS "
                    f"{size(oh.get('estimator_cublas_workspace_bytes'))}\n")
         eg = {r["stage"]: r for r in eager}
-        out.append(_table(["stage", "lazy loading", "eager loading", "workspace in reserved"],
+        out.append(_table(["stage", "lazy loading", "eager loading",
+                           "workspace kept (allocator)", "workspace at the peak"],
                           [[r["stage"], size(r["outside_torch_bytes"]),
                             size((eg.get(r["stage"]) or {}).get("outside_torch_bytes")),
-                            size(r["workspace_bytes"])] for r in lazy]))
+                            size(r.get("workspace_bytes")),
+                            size(r.get("workspace_peak_bytes"))] for r in lazy]))
     lk, kv, bw = f.get("leak") or {}, f.get("kv_cache") or {}, f.get("bandwidth") or {}
     out.append("\n**Growth and bandwidth against what gpuwatch saw**\n")
     out.append(_table(["figure", "known (from the workload)", "seen by gpuwatch", "ratio"], [

@@ -227,39 +227,52 @@ def copy_loop(rt: Runtime, p: Result, out: Out) -> None:
 # ---------------------------------------------------------------- one-shot measurements
 def overhead(rt: Runtime, p: Result, out: Out) -> None:
     """CUDA's memory outside PyTorch (NVML's figure less reserved) after initialisation,
-    a fill kernel, a bf16 matrix product and a convolution, and the cuBLAS and cuDNN
-    workspaces PyTorch's allocator holds (reserved beyond the tensors made)."""
+    a fill kernel, a bf16 matrix product and a convolution; and the libraries' workspaces
+    inside PyTorch's allocator: what stays allocated beyond the result (cuBLAS keeps its
+    workspace per handle) and the peak beyond it (cuDNN's is taken for the call)."""
     pid, rows = os.getpid(), []
 
-    def row(stage: str, tensor_bytes: int = 0, before: int | None = None) -> None:
+    def allocated() -> int | None:
+        return None if rt.dry else torch.cuda.memory_allocated()
+
+    def row(stage: str, result_bytes: int = 0, before: int | None = None) -> None:
         rt.sync()
         time.sleep(0.3)
         reserved = None if rt.dry else torch.cuda.memory_reserved()
+        after, peak = allocated(), None if rt.dry else torch.cuda.max_memory_allocated()
         nvml = models.nvml_used_by(pid)
-        rows.append({"stage": stage, "nvml_bytes": nvml, "reserved_bytes": reserved,
-                     "outside_torch_bytes": None if nvml is None or reserved is None
-                     else nvml - reserved,
-                     "workspace_bytes": None if reserved is None or before is None
-                     else reserved - before - tensor_bytes})
+        rows.append({
+            "stage": stage, "nvml_bytes": nvml, "reserved_bytes": reserved,
+            "outside_torch_bytes": None if nvml is None or reserved is None
+            else nvml - reserved,
+            "workspace_bytes": None if after is None or before is None
+            else after - before - result_bytes,
+            "workspace_peak_bytes": None if peak is None or before is None
+            else peak - before - result_bytes})
         out.emit(rows=rows)
+
+    def fresh_peak() -> int | None:
+        if not rt.dry:
+            torch.cuda.reset_peak_memory_stats()
+        return allocated()
 
     x = torch.zeros(1, device=rt.device)
     row("initialised")
     big = torch.empty(2**28, dtype=torch.uint8, device=rt.device)
     big.fill_(1)
     row("after a fill kernel")
-    before = None if rt.dry else torch.cuda.memory_reserved()
     a = torch.randn(1024, 1024, device=rt.device, dtype=torch.bfloat16)
+    before = fresh_peak()
     c = a @ a
-    row("after a bf16 matrix product", 2 * a.numel() * 2, before)
-    before = None if rt.dry else torch.cuda.memory_reserved()
-    img = torch.randn(8, 64, 56, 56, device=rt.device)
+    row("after a bf16 matrix product", c.numel() * c.element_size(), before)
+    img = torch.randn(32, 64, 56, 56, device=rt.device)
     w = torch.randn(64, 64, 3, 3, device=rt.device)
+    before = fresh_peak()
     y = torch.nn.functional.conv2d(img, w, padding=1)
-    row("after a convolution", (img.numel() + w.numel() + y.numel()) * 4, before)
+    row("after a convolution", y.numel() * y.element_size(), before)
     del x, big, c, y
     out.emit(module_loading=os.environ.get("CUDA_MODULE_LOADING", "LAZY (default)"),
-             finished=True)
+             cudnn=None if rt.dry else torch.backends.cudnn.version(), finished=True)
 
 
 def estimate_config(rt: Runtime, p: Result, out: Out) -> None:
