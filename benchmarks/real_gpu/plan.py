@@ -93,7 +93,7 @@ def phases(dry: bool, scale: float = 1.0, memory_bytes: int | None = None) -> li
     wide = memory_bytes is not None and memory_bytes > 120 * 2**30
     return [
         Phase("leak", [Job("leak", "train", dict(model=small, precision="amp-bf16", batch=4,
-                                                 seq=seq_small, duration_s=t(40, 3),
+                                                 seq=seq_small, duration_s=t(30, 3),
                                                  leak_bytes_per_step=MIB if dry else 8 * MIB)),
                        *pooled],
               expect="leak", max_s=t(120, 60), tail_s=t(4, 1.5), parallel=3 if wide else 2,
@@ -102,33 +102,33 @@ def phases(dry: bool, scale: float = 1.0, memory_bytes: int | None = None) -> li
                    "overhead and estimate processes run beside it"),
         Phase("oom", [Job("oom", "oom", dict(
             model=big, precision="bf16", batch=4 if not dry else 2, seq=1024 if not dry else 16,
-            stage_s=t(13, 0.7), first_stage_s=t(8, 0.7),
+            stage_s=t(12, 0.7), first_stage_s=t(7, 0.7),
             alloc_targets=[0.80, 0.88, 0.950, 0.954, 0.958, 0.962, 0.966, 0.970, 0.974],
             final_growth=1.6, dry_cap_tokens=192))],
             expect="oom", max_s=t(240, 40), tail_s=t(8, 2)),
         Phase("healthy", [Job("healthy", "train", dict(
-            model=big, precision="amp-bf16", batch=4, seq=seq, duration_s=t(35, 3),
+            model=big, precision="amp-bf16", batch=4, seq=seq, duration_s=t(30, 3),
             warmup_steps=10, eval_at_fraction=0.6))],
             expect="healthy", max_s=t(70, 25), tail_s=t(5, 1.5)),
         Phase("fragmentation", [Job("fragmenting", "train", dict(
-            model=small, precision="bf16", batch=4, seq=seq, duration_s=t(28, 3),
+            model=small, precision="bf16", batch=4, seq=seq, duration_s=t(25, 3),
             variable=[16, 64] if dry else [64, 4096]), env=frag_env)],
             expect="fragmentation", max_s=t(60, 25), tail_s=t(4, 1.5)),
         Phase("arrival", [
             Job("first", "train", dict(model=small, precision="amp-bf16", batch=8,
-                                       seq=seq_small, duration_s=t(28, 3))),
+                                       seq=seq_small, duration_s=t(25, 3))),
             Job("arriving", "infer", dict(model=small, batch=16, prompt=seq_small,
                                           duration_s=t(15, 1.5)), go_at_s=t(10, 1))],
             expect="arrival", max_s=t(60, 25), tail_s=t(5, 1.5)),
         Phase("inference-kv", [Job("generate", "infer", dict(
             model=big, batch=64 if not dry else 4, prompt=512 if not dry else 16,
-            duration_s=t(25, 2.5)))],
+            duration_s=t(20, 2.5)))],
             expect="healthy", max_s=t(55, 25), tail_s=t(4, 1.5)),
         Phase("batch-tools", [Job("batch", "batch", dict(
             model=small, precision="amp-bf16", seq=4096 if not dry else 32,
             adaptive_steps=4, dry_cap_tokens=192))], record=False, max_s=t(120, 40)),
         Phase("bandwidth", [Job("copy", "copy", dict(
-            bytes=(2 << 30) if not dry else (32 << 20), duration_s=t(14, 4),
+            bytes=(2 << 30) if not dry else (32 << 20), duration_s=t(10, 4),
             iters=20 if not dry else 4))],
             max_s=t(30, 10), tail_s=t(3, 1.5)),
     ]
