@@ -61,6 +61,7 @@ class Child:
         self.exited_at: float | None = None
         self.rc: int | None = None
         self.go_at: float | None = None
+        run.children.append(self)
         if not lazy:
             self.start()
 
@@ -128,6 +129,8 @@ class Run:
                        FAKENVML_MEM_GIB="80", FAKENVML_PIDS="self", CUDA_VISIBLE_DEVICES="",
                        OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.env = env
+        self.children: list[Child] = []             # every workload process, to end them
+        self.records: list[subprocess.Popen] = []    # every recorder
         self.t0 = time.time()
         self.summary: dict[str, Any] = {
             "schema": "gpuwatch.real-gpu-run/1", "mode": "dry-run" if dry else "real",
@@ -174,6 +177,7 @@ def start_record(run: Run, phase: str, pids: list[int]) -> tuple[subprocess.Pope
     log = (run.out / "logs" / f"{phase}-record.log").open("w")
     proc = subprocess.Popen([PY, "-m", "gpuwatch", "record", "--interval", "1", "--out",
                              str(session)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    run.records.append(proc)
     path = run.out / "logs" / f"{phase}-record.log"
     end = time.monotonic() + 30
     while time.monotonic() < end and "Recording" not in path.read_text():
@@ -305,9 +309,28 @@ def main() -> int:
         ap.error("--out DIR is needed (or $OUT)")
     args.out.mkdir(parents=True, exist_ok=True)
     run = Run(args.out.resolve(), args.dry_run, args.scale)
+    # a run stopped from outside (SIGTERM, SIGHUP) ends its processes and keeps its summary
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
     try:
         return execute(run, args)
     finally:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)       # the clean-up is not interrupted
+        run.save()
+        for c in run.children:
+            try:
+                c.stop()
+            except Exception as exc:
+                print(f"real_gpu: could not stop {c.job.name}: {exc}", file=sys.stderr)
+        for rec in run.records:
+            if rec.poll() is None:
+                rec.send_signal(signal.SIGTERM)      # the recorder closes its session
+                try:
+                    rec.wait(20)
+                except subprocess.TimeoutExpired:
+                    rec.kill()
+        run.save()
         shutil.rmtree(run.tmp, ignore_errors=True)
 
 
