@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+FAKE = "(fake driver)"      # a dry run's NVML figures are the fake driver's drift
+
 
 def size(b: float | None) -> str:
     if b is None:
@@ -62,8 +64,9 @@ def markdown(summary: dict[str, Any]) -> str:
             ["configuration", "estimate", "NVML (process)", "error", "max reserved",
              "error (in-torch)", "max allocated", "error (in-torch)", "weights error",
              "optimizer error", "outside PyTorch"],
-            [[r["name"], size(r["estimate_total_bytes"]), size(r["nvml_process_bytes"]),
-              pct(r["error_total_vs_nvml_pct"]), size(r["max_reserved_bytes"]),
+            [[r["name"], size(r["estimate_total_bytes"]),
+              FAKE if dry else size(r["nvml_process_bytes"]),
+              FAKE if dry else pct(r["error_total_vs_nvml_pct"]), size(r["max_reserved_bytes"]),
               pct(r["error_in_torch_vs_reserved_pct"]), size(r["max_allocated_bytes"]),
               pct(r["error_in_torch_vs_allocated_pct"]), pct(r["error_parameters_pct"]),
               pct(r["error_optimizer_states_pct"]), size(r["outside_torch_bytes"])]
@@ -84,15 +87,17 @@ def markdown(summary: dict[str, Any]) -> str:
     lk, kv, bw = f.get("leak") or {}, f.get("kv_cache") or {}, f.get("bandwidth") or {}
     out.append("\n**Growth and bandwidth against what gpuwatch saw**\n")
     out.append(_table(["figure", "known (from the workload)", "seen by gpuwatch", "ratio"], [
-        ["leak", rate(lk.get("known_rate_bytes_per_s")), rate(lk.get("nvml_slope_bytes_per_s")),
-         _ratio(lk.get("ratio_nvml_to_known"))],
+        ["leak", rate(lk.get("known_rate_bytes_per_s")),
+         *((FAKE, FAKE) if dry else (rate(lk.get("nvml_slope_bytes_per_s")),
+                                     _ratio(lk.get("ratio_nvml_to_known"))))],
         ["KV cache growth", rate(kv.get("known_rate_bytes_per_s")),
-         rate(kv.get("nvml_slope_bytes_per_s")),
-         _ratio(None if not kv.get("known_rate_bytes_per_s") or kv.get(
-             "nvml_slope_bytes_per_s") is None else kv["nvml_slope_bytes_per_s"]
-             / kv["known_rate_bytes_per_s"])],
+         *((FAKE, FAKE) if dry else (rate(kv.get("nvml_slope_bytes_per_s")), _ratio(
+             None if not kv.get("known_rate_bytes_per_s")
+             or kv.get("nvml_slope_bytes_per_s") is None
+             else kv["nvml_slope_bytes_per_s"] / kv["known_rate_bytes_per_s"])))],
         ["copy bandwidth (read + write)", rate(bw.get("achieved_bytes_per_s")),
-         rate(bw.get("shown_bytes_per_s")), _ratio(bw.get("ratio_shown_to_achieved"))]]))
+         *((FAKE, FAKE) if dry else (rate(bw.get("shown_bytes_per_s")),
+                                     _ratio(bw.get("ratio_shown_to_achieved"))))]]))
     bt = f.get("batch_tools") or {}
     if bt:
         one, seeded = bt.get("find_max_batch") or {}, bt.get("seeded_by_estimate") or {}
