@@ -178,3 +178,9 @@ def decode_step(lm: LlamaLM, ids: torch.Tensor, cache: list, pos: int) -> torch.
         x = x + blk.o_proj(out.transpose(1, 2).reshape(b, t, -1))
         x = x + blk.mlp(blk.post_attention_layernorm(x))
     return lm.head(lm.norm(x[:, -1:]))
+
+
+def precision_of(name: str) -> tuple[torch.dtype, bool]:
+    """(weight dtype, autocast) of a precision name as the estimator spells it."""
+    return {"fp32": (torch.float32, False), "amp-bf16": (torch.float32, True),
+            "bf16": (torch.bfloat16, False)}[name]
