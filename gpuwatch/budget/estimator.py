@@ -36,7 +36,17 @@ from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_ta
 from gpuwatch.core.units import format_bytes
 
 MIB = 1024**2
-CUDA_CONTEXT_BYTES = 450 * MIB  # recent CUDA with lazy loading: ~300–450 MiB (PyTorch)
+# What CUDA holds per process outside PyTorch's allocator (context, loaded kernels,
+# library handles), as NVML's per-process figure less torch.cuda.memory_reserved():
+# measured on an H200 (driver 580.159.04, CUDA 13.0, PyTorch 2.11, lazy module loading)
+# at 610 MiB after a fill kernel and 676 MiB once a bf16 matrix product had run
+# (docs/cost.md). A training or serving step runs matrix products, so the default is the
+# larger figure. Only Hopper has been measured; other GPUs are assumed to match.
+CUDA_CONTEXT_BYTES = 676 * MIB
+CUDA_CONTEXT_SOURCE = ("measured on an H200 with lazy module loading; "
+                       "assumed for other GPUs")
+# cuBLAS workspaces come from PyTorch's caching allocator (inside memory_reserved);
+# assumed: PyTorch's own default is 32 MiB on Hopper, less on older GPUs, plus cuBLASLt's.
 CUBLAS_WORKSPACE_BYTES = 64 * MIB
 CUDNN_WORKSPACE_BYTES = 256 * MIB
 KV_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -116,10 +126,9 @@ def auto_overhead(spec: ModelSpec) -> tuple[int, str]:
     total = CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES
     why = (
         f"framework overhead {format_bytes(total)}: "
-        f"CUDA context {format_bytes(CUDA_CONTEXT_BYTES)} (upper end of the 300–450 MiB "
-        "PyTorch measures on recent CUDA with lazy loading; "
-        "old CUDA 11 on V100 takes ~1.3 GB) + cuBLAS workspace "
-        f"{format_bytes(CUBLAS_WORKSPACE_BYTES)}"
+        f"CUDA context {format_bytes(CUDA_CONTEXT_BYTES)} ({CUDA_CONTEXT_SOURCE}; "
+        "eager module loading or old CUDA 11 take 1.2–1.7 GiB) + cuBLAS workspace "
+        f"{format_bytes(CUBLAS_WORKSPACE_BYTES)} (assumed)"
     )
     if isinstance(spec, CnnSpec):
         total += CUDNN_WORKSPACE_BYTES

@@ -20,8 +20,13 @@ def data_dir() -> Path:
     override = os.environ.get("GPUWATCH_DATA_DIR")
     if override:
         return Path(override)
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:   # a headless run from the source tree, on a box without it
+        # what platformdirs answers on Linux: the XDG base directory specification
+        home = os.environ.get("XDG_DATA_HOME", "").strip()
+        return Path(home if os.path.isabs(home) else Path.home() / ".local" / "share",
+                    "gpuwatch")
     return platformdirs.user_data_path("gpuwatch", appauthor=False)
 
 
