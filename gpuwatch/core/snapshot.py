@@ -112,6 +112,17 @@ class GpuSample:
     # Why the process list is missing or incomplete (NVML timed out, no permission, …);
     # None when it was read. An empty ``processes`` then means "unknown", not "none".
     processes_error: str | None = None
+    pci_bus_id: str | None = None        # "00000000:18:00.0", as NVML and DCGM write it
+    # Measured by the GPU's performance monitor (GPM, Hopper and later), over the time
+    # since the previous sample; None where the GPU has no GPM, and on its first sample.
+    dram_active_percent: float | None = None       # DRAM bandwidth used, % of peak
+    measured_bandwidth_bytes_per_s: float | None = None   # DRAM active % x peak: measured
+    graphics_active_percent: float | None = None   # % of time the graphics/compute engine ran
+    sm_active_percent: float | None = None         # % of SMs busy
+    tensor_active_percent: float | None = None     # % of time any tensor pipe was active
+    encoder_util_percent: float | None = None
+    decoder_util_percent: float | None = None
+    memory_temperature_c: float | None = None      # HBM temperature (data-centre GPUs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from gpuwatch.core.snapshot import (
 from gpuwatch.telemetry.clock import Clock, WallClock
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.hostinfo import HostInfo, HostProcess
+from gpuwatch.telemetry.nvml.gpm import GpmReader
 from gpuwatch.telemetry.nvml.process_lists import ProcessLists
 from gpuwatch.telemetry.nvml.readings import (
     Device,
@@ -29,8 +30,10 @@ from gpuwatch.telemetry.nvml.readings import (
     gpu_lost,
     nvlink_count,
     optional,
+    read_engines,
     read_memory,
     read_nvlink,
+    read_pci_bus_id,
     read_pcie,
 )
 from gpuwatch.telemetry.nvml.translate import (
@@ -139,6 +142,10 @@ class NvmlBackend:
         close_host = getattr(self._host, "close", None)
         if close_host is not None:
             close_host()
+        for dev in self._devices:
+            if dev.gpm is not None:
+                dev.gpm.close()
+                dev.gpm = None
         if self._open:
             self._open = False
             with contextlib.suppress(pynvml.NVMLError):
@@ -185,6 +192,8 @@ class NvmlBackend:
             limit_mw = optional(lib.nvmlDeviceGetEnforcedPowerLimit, handle)
             mig = optional(lib.nvmlDeviceGetMigMode, handle)
             links = nvlink_count(lib, handle)
+            bus_id = read_pci_bus_id(lib, handle)
+            gpm = GpmReader.open(lib, handle)
         except GpuLost as exc:
             self._mark_lost(dev, str(exc))
             return False
@@ -197,6 +206,9 @@ class NvmlBackend:
         dev.power_limit_w = limit_mw / 1000 if limit_mw is not None else None
         dev.mig_enabled = bool(mig[0]) if mig is not None else None
         dev.nvlink_links = links
+        dev.pci_bus_id = bus_id
+        dev.gpm = gpm
+        dev.unsupported = set()
         dev.lost_reason = None
         dev.generation += 1
         return True
@@ -205,6 +217,9 @@ class NvmlBackend:
         """No handle until a retry; ``lost`` False: unusable for a reason NVML does not
         call lost (the state is then ``error``)."""
         dev.handle = None
+        if dev.gpm is not None:
+            dev.gpm.close()
+            dev.gpm = None
         dev.lost_reason = reason
         dev.lost = lost
         dev.nvlink_last = None
@@ -322,6 +337,8 @@ class NvmlBackend:
             "graphics_clock_mhz": opt(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_GRAPHICS),
             "memory_clock_mhz": opt(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM),
             "mig_enabled": dev.mig_enabled,
+            "pci_bus_id": dev.pci_bus_id,
+            **read_engines(lib, dev, peak),
         }
         return (fields, *self._process_lists.read(dev))
 
