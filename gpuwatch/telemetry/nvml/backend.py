@@ -22,13 +22,13 @@ from gpuwatch.core.snapshot import (
 from gpuwatch.telemetry.clock import Clock, WallClock
 from gpuwatch.telemetry.errors import NvmlUnavailableError
 from gpuwatch.telemetry.hostinfo import HostInfo, HostProcess
-from gpuwatch.telemetry.nvml.gpm import GpmReader
 from gpuwatch.telemetry.nvml.process_lists import ProcessLists
 from gpuwatch.telemetry.nvml.readings import (
     Device,
     describe_error,
     gpu_lost,
     nvlink_count,
+    open_gpm,
     optional,
     read_engines,
     read_memory,
@@ -193,7 +193,7 @@ class NvmlBackend:
             mig = optional(lib.nvmlDeviceGetMigMode, handle)
             links = nvlink_count(lib, handle)
             bus_id = read_pci_bus_id(lib, handle)
-            gpm = GpmReader.open(lib, handle)
+            gpm = open_gpm(lib, handle)
         except GpuLost as exc:
             self._mark_lost(dev, str(exc))
             return False

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import pynvml
 
 from gpuwatch.telemetry.nvml import codes
-from gpuwatch.telemetry.nvml.translate import LOST_CODES, GpuLost
+from gpuwatch.telemetry.nvml.translate import LOST_CODES
 
 # nvml.h's metric ids; the installed binding's where it defines them
 DRAM_BW_UTIL = getattr(pynvml, "NVML_GPM_METRIC_DRAM_BW_UTIL", 10)
@@ -74,8 +74,8 @@ class GpmReader:
 
     @classmethod
     def open(cls, lib: Any, handle: Any) -> GpmReader | None:
-        """A reader where the GPU supports GPM, else None. Raises GpuLost only when
-        NVML says the GPU is lost."""
+        """A reader where the GPU supports GPM, else None. Raises NVMLError only when
+        NVML says the GPU is lost (the caller words it)."""
         try:
             support = lib.nvmlGpmQueryDeviceSupport(handle)
             if not support.isSupportedDevice:
@@ -83,14 +83,15 @@ class GpmReader:
             samples = [lib.nvmlGpmSampleAlloc(), lib.nvmlGpmSampleAlloc()]
         except pynvml.NVMLError as exc:
             if exc.value in LOST_CODES:
-                raise GpuLost(str(exc)) from None
+                raise
             return None
         except (AttributeError, *codes.LIBRARY_MISMATCH):  # a binding without GPM
             return None
         return cls(lib, handle, samples)
 
     def read(self) -> GpmFigures:
-        """Take this tick's sample and the figures since the last one."""
+        """Take this tick's sample and the figures since the last one. Raises NVMLError
+        only when NVML says the GPU is lost."""
         if self.disabled is not None:
             return NO_FIGURES
         lib = self._lib
@@ -100,7 +101,7 @@ class GpmReader:
         except pynvml.NVMLError as exc:
             self._paired = False          # a pair needs two good samples in a row
             if exc.value in LOST_CODES:
-                raise GpuLost(str(exc)) from None
+                raise
             if exc.value in _NO_GPM:
                 self.disabled = str(exc)
             return NO_FIGURES
@@ -115,7 +116,7 @@ class GpmReader:
             lib.nvmlGpmMetricsGet(request)
         except pynvml.NVMLError as exc:
             if exc.value in LOST_CODES:
-                raise GpuLost(str(exc)) from None
+                raise
             if exc.value in _NO_GPM:
                 self.disabled = str(exc)
             return NO_FIGURES

@@ -216,7 +216,10 @@ def read_engines(lib: Any, dev: Device, peak: float | None) -> dict[str, Any]:
     """The GPM figures (measured bandwidth, engine activity), encoder and decoder
     utilisation and memory temperature: GpuSample fields by name."""
     h = dev.handle
-    gpm = dev.gpm.read() if dev.gpm is not None else NO_FIGURES
+    try:
+        gpm = dev.gpm.read() if dev.gpm is not None else NO_FIGURES
+    except pynvml.NVMLError as exc:      # only a lost GPU's answers come out
+        raise gpu_lost(exc) from None
     dram = gpm.dram_active_percent
     enc = _supported(dev, "enc", lib.nvmlDeviceGetEncoderUtilization, h)
     dec = _supported(dev, "dec", lib.nvmlDeviceGetDecoderUtilization, h)
@@ -249,3 +252,11 @@ def read_pci_bus_id(lib: Any, handle: Any) -> str | None:
     bus_id = info.busId
     bus_id = bus_id.decode(errors="replace") if isinstance(bus_id, bytes) else str(bus_id)
     return bus_id if bus_id.isprintable() and 0 < len(bus_id) <= 32 else None
+
+
+def open_gpm(lib: Any, handle: Any) -> GpmReader | None:
+    """The GPU's GPM reader where it has GPM; raises GpuLost when the GPU is lost."""
+    try:
+        return GpmReader.open(lib, handle)
+    except pynvml.NVMLError as exc:
+        raise gpu_lost(exc) from None
