@@ -125,6 +125,15 @@ class GpuSample:
     memory_temperature_c: float | None = None      # HBM temperature (data-centre GPUs)
 
 
+class BudgetPeak(NamedTuple):
+    """The peak a process's linked memory budget predicts, as a source reports it (a
+    gpuwatch exporter's ``--budget`` links, read over Prometheus)."""
+
+    gpu_index: int
+    pid: int
+    peak_bytes: int
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     timestamp_s: float                   # Unix time of the sample (virtual time when simulated)
@@ -132,6 +141,7 @@ class Snapshot:
     gpus: tuple[GpuSample, ...]
     warnings: tuple[str, ...] = field(default=())   # e.g. a PID namespace hiding processes
     probes: tuple[ProbeReport, ...] = field(default=())  # in-process probe reports, by pid
+    budget_peaks: tuple[BudgetPeak, ...] = field(default=())  # budgets the source links
 
     def gpu(self, index: int) -> GpuSample | None:
         for gpu in self.gpus:

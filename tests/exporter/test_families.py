@@ -51,8 +51,10 @@ def test_gpu_metrics_use_dcgm_names_units_and_labels() -> None:
     used = {s.labels["gpu"]: s for s in metrics[n.FB_USED]}
     g0 = snap.gpu(0)
     assert used["0"].value == g0.memory.used_bytes / MIB           # MiB, as dcgm-exporter
-    assert used["0"].labels == {"gpu": "0", "UUID": g0.uuid, "device": "nvidia0",
-                                "modelName": g0.name, "Hostname": "node-1"}
+    assert used["0"].labels == {"gpu": "0", "UUID": g0.uuid, "pci_bus_id": "00000000:18:00.0",
+                                "device": "nvidia0", "modelName": g0.name,
+                                "hostname": "node-1",
+                                "DCGM_FI_DRIVER_VERSION": snap.backend.driver_version}
     total = {s.labels["gpu"]: s.value for s in metrics[n.GPU_TOTAL]}
     assert total["0"] == g0.memory.total_bytes
     util = {s.labels["gpu"]: s.value for s in metrics[n.GPU_UTIL]}

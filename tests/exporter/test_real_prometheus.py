@@ -164,7 +164,7 @@ def test_hosts_processes_and_fields_come_through(cluster) -> None:
     assert a.memory.total_bytes == 80 << 30
     assert a.power_limit_w is not None and a.temperature_c is not None
     assert len(by_host["node-c"]) == 2 and len(by_host["node-b"]) == 2
-    budgets = server.query('gpuwatch_process_budget_peak_bytes{Hostname="node-c"}')
+    budgets = server.query('gpuwatch_process_budget_peak_bytes{hostname="node-c"}')
     peak = json.loads(Path(server.data.parent / "estimate.json").read_text())["total_bytes"]
     assert {r["metric"]["pid"] for r in budgets} <= {"5100", "5200"} and budgets
     assert all(float(r["value"][1]) == peak for r in budgets)
@@ -189,7 +189,7 @@ def test_a_plain_dcgm_exporter_reads_with_unknowns_as_na(cluster) -> None:
 
 def test_match_selects_hosts_and_a_bad_regex_is_refused(cluster) -> None:
     server, _, _ = cluster
-    snap = PrometheusBackend(server.url, parse_selector('{Hostname=~"node-[ab]"}')).open().sample()
+    snap = PrometheusBackend(server.url, parse_selector('{hostname=~"node-[ab]"}')).open().sample()
     assert {g.name.split("/")[0] for g in snap.gpus} == {"node-a", "node-b"}
     env = {"PYTHONPATH": str(REPO)}
     result = subprocess.run([sys.executable, "-m", "gpuwatch", "snapshot", "--prometheus",
@@ -283,7 +283,7 @@ def test_the_documented_alert_rules_evaluate(cluster) -> None:
     for expr in exprs:
         server.query(expr)                  # a bad join or name: HTTP 400 here
     # the budget join finds the linked processes (both below 110 % of their budget)
-    below = server.query("gpuwatch_process_memory_used_bytes <= on (Hostname, gpu, pid) "
+    below = server.query("gpuwatch_process_memory_used_bytes <= on (hostname, gpu, pid) "
                          "group_left gpuwatch_process_budget_peak_bytes * 1.1")
     assert {r["metric"]["pid"] for r in below} <= {"5100", "5200"} and below
 

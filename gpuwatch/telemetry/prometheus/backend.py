@@ -70,6 +70,14 @@ class PrometheusBackend:
         gpus, _, _ = self._assembler.build(series, self.clock.now_s())
         if not gpus:
             selection = f" matching {{{render(self.matchers)}}}" if self.matchers else ""
+            down = self._assembler.down_targets(series)
+            if down:
+                shown = ", ".join(down[:5]) + (f" and {len(down) - 5} more"
+                                               if len(down) > 5 else "")
+                raise PrometheusUnavailableError(
+                    f"{where} has no GPU series{selection}, and the scrape of "
+                    f"{len(down)} target{'s' if len(down) != 1 else ''} fails "
+                    f"(up == 0): {shown}. Check that the exporters there are running")
             raise PrometheusUnavailableError(
                 f"{where} has no GPU series{selection}: neither gpuwatch's exporter "
                 f"(`gpuwatch serve`) nor dcgm-exporter ({n.FB_USED}) is scraped there")
@@ -83,7 +91,7 @@ class PrometheusBackend:
             reason = f"Prometheus at {self.client.base_url} did not answer: {exc}"
             return Snapshot(now, self.info, self._assembler.unreadable(reason), (reason,))
         gpus, probes, warnings = self._assembler.build(series, now)
-        return Snapshot(now, self.info, gpus, warnings, probes)
+        return Snapshot(now, self.info, gpus, warnings, probes, self._assembler.budget_peaks)
 
     def set_host_detail(self, full: bool) -> None:
         """Nothing to lighten: the exporters read their hosts' processes."""
