@@ -302,3 +302,13 @@ def test_no_driver_library_is_a_plain_message(fake_driver):
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "--demo" in done.stderr
+
+
+def test_record_for_a_duration_takes_one_sample_more_than_intervals(fake_driver):
+    """Samples at the start and every interval up to the end, both ends included: the
+    same count as a simulated run, however long the sampler thread took to start."""
+    done = fake_driver.run(["record", "--no-save", "--interval", "0.25", "--duration", "1"],
+                           gpus=1, procs=0)
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout.splitlines()[-1]
+    assert summary.startswith("Recorded 5 samples over 1"), summary
