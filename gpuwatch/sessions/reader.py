@@ -91,7 +91,10 @@ GPU_SERIES_COLUMNS = ("t_s", "used_bytes", "reserved_bytes", "total_bytes", "gpu
                       "memory_busy_percent", "estimated_bandwidth_bytes_per_s")
 # the rest of a sample's numbers (read with ``gpu_series(index, GPU_DETAIL_COLUMNS)``)
 GPU_DETAIL_COLUMNS = ("t_s", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "temperature_c",
-                      "power_w")
+                      "power_w", "measured_bandwidth_bytes_per_s")
+# columns added to gpu_sample after files of the same version were written: read as NULL
+# from a file without them
+_LATER_COLUMNS = frozenset({"measured_bandwidth_bytes_per_s"})
 
 # What a cell may hold, checked as rows are read: a damaged file is refused with the
 # table, column and row, never half-read into a crash further on. Text columns take any
@@ -104,6 +107,7 @@ _KINDS = {
     "gpu_util_percent": "real", "memory_busy_percent": "real",
     "estimated_bandwidth_bytes_per_s": "real", "pcie_tx_bytes_per_s": "real",
     "pcie_rx_bytes_per_s": "real", "temperature_c": "real", "power_w": "real",
+    "measured_bandwidth_bytes_per_s": "real",
 }
 
 
@@ -120,6 +124,7 @@ class SessionReader:
         self._time_bases: dict[int, np.ndarray] = {}
         self._all_changes: tuple[np.ndarray, np.ndarray] | None = None
         self._changes_indexed: bool | None = None     # asked once per reader
+        self._table_columns: dict[str, frozenset[str]] = {}
 
     def close(self) -> None:
         self._conn.close()
@@ -199,6 +204,11 @@ class SessionReader:
         """Numeric columns as one float array (NULL -> NaN), and with ``state`` the
         ``state`` text column too, read in one query; a damaged cell is refused."""
         select = ("state", *columns) if state else columns
+        absent: dict[str, str] = {}         # a later column this file lacks: NULL
+        if _LATER_COLUMNS.intersection(columns):
+            present = self._columns(table)
+            absent = {c: "NULL" for c in columns if c in _LATER_COLUMNS and c not in present}
+            select = tuple(f"NULL AS {c}" if c in absent else c for c in select)
         with self._query() as c:
             rows = c.execute(f"SELECT {', '.join(select)} FROM {table} {where} "
                              f"ORDER BY {order}", params).fetchall()
@@ -223,10 +233,20 @@ class SessionReader:
         # something is wrong: find the cell to name it
         spec = [f"{c}:{k}" for c, k in zip(columns, kinds, strict=True)]
         self._rows(table, ", ".join((["state:text!"] if state else []) + spec),
-                   f"{where} ORDER BY {order}", params)
+                   f"{where} ORDER BY {order}", params, absent)
         if data is not None and None not in states:
             return data, states      # every cell is right: 2**63 - 1 is 2.0**63 as a float
         raise self.damaged(f"{table} holds a value that is not a number")
+
+    def _columns(self, table: str) -> frozenset[str]:
+        """The columns ``table`` has in this file (asked once per reader and table)."""
+        known = self._table_columns.get(table)
+        if known is None:
+            with self._query() as c:
+                known = frozenset(row[1] for row in c.execute(
+                    "SELECT * FROM pragma_table_info(?)", (table,)).fetchall())
+            self._table_columns[table] = known
+        return known
 
     @staticmethod
     def _text(value: Any) -> str | None:
