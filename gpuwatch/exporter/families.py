@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample
 
 from gpuwatch.advisor import LinkedBudget
 from gpuwatch.core.hints import Hint
@@ -115,14 +116,17 @@ class Families:
         gpus = self.snapshot.gpus
         ok = [g for g in gpus if g.state is GpuState.OK]
         driver = label(self.snapshot.backend.driver_version)
-        dcgm_ids = [[str(g.index), label(g.uuid), label(g.pci_bus_id), f"nvidia{g.index}",
-                     label(g.name), self.host, driver] for g in ok]
+        # one label set per GPU, shared by its series (the exposition only reads them)
+        dcgm_labels = [dict(zip(n.GPU_LABELS, (
+            str(g.index), label(g.uuid), label(g.pci_bus_id), f"nvidia{g.index}",
+            label(g.name), self.host, driver), strict=True)) for g in ok]
         for name, help_text, read in _DCGM:
             family = GaugeMetricFamily(name, help_text, labels=n.GPU_LABELS)
-            for g, ids in zip(ok, dcgm_ids, strict=True):
+            samples = family.samples
+            for g, labels in zip(ok, dcgm_labels, strict=True):
                 value = read(g)
                 if value is not None:
-                    family.add_metric(ids, float(value))
+                    samples.append(Sample(name, labels, float(value)))
             yield family
         yield from self._gpu_families(gpus, ok)
         yield from self._process_families(ok)
@@ -150,12 +154,13 @@ class Families:
             if g.peak_bandwidth_bytes_per_s is not None:
                 peak.add_metric(self._ids(g), float(g.peak_bandwidth_bytes_per_s))
         yield from (readable, total, limit, peak)
+        own_labels = [dict(zip(n.OWN_GPU_LABELS, self._ids(g), strict=True)) for g in ok]
         for name, help_text, read in _OWN_RATES:
             family = GaugeMetricFamily(name, help_text, labels=n.OWN_GPU_LABELS)
-            for g in ok:
+            for g, labels in zip(ok, own_labels, strict=True):
                 value = read(g)
                 if value is not None:
-                    family.add_metric(self._ids(g), float(value))
+                    family.samples.append(Sample(name, labels, float(value)))
             yield family
 
     def _process_families(self, ok: Sequence[GpuSample]) -> Iterator[Metric]:
