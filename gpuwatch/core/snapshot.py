@@ -123,6 +123,8 @@ class GpuSample:
     encoder_util_percent: float | None = None
     decoder_util_percent: float | None = None
     memory_temperature_c: float | None = None      # HBM temperature (data-centre GPUs)
+    # the last XID (driver error report) since gpuwatch started watching; None: none seen
+    last_xid: int | None = None
 
 
 class BudgetPeak(NamedTuple):

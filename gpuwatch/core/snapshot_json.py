@@ -92,6 +92,8 @@ def gpu_to_json(g: GpuSample) -> dict[str, Any]:
         },
         "temperature_c": _round(g.temperature_c),
         "memory_temperature_c": _round(g.memory_temperature_c),
+        # the driver's last XID error report since watching began (null: none seen)
+        "last_xid": g.last_xid,
         "power_w": _round(g.power_w),
         "power_limit_w": _round(g.power_limit_w),
         "clocks": {"graphics_mhz": g.graphics_clock_mhz, "memory_mhz": g.memory_clock_mhz},

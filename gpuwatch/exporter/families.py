@@ -47,6 +47,7 @@ _DCGM = (
     (n.MEM_COPY_UTIL, "Memory utilization (in %).", lambda g: g.memory_busy_percent),
     (n.ENC_UTIL, "Encoder utilization (in %).", lambda g: g.encoder_util_percent),
     (n.DEC_UTIL, "Decoder utilization (in %).", lambda g: g.decoder_util_percent),
+    (n.XID_ERRORS, "Value of the last XID error encountered.", lambda g: g.last_xid),
     (n.FB_FREE, "Framebuffer memory free (in MiB).", lambda g: _mib(g.memory.free_bytes)),
     (n.FB_USED, "Framebuffer memory used (in MiB).", lambda g: _mib(g.memory.used_bytes)),
     (n.FB_RESERVED, "Framebuffer memory reserved (in MiB).",

@@ -177,3 +177,36 @@ def test_the_readings_are_served_when_the_advisor_fails() -> None:
     assert state.advisor_failures == 1 and str(failures[0]) == "a rule broke"
     metrics = {m.name: m.samples for m in SnapshotCollector(state, "h").collect()}
     assert metrics[n.FB_USED]
+
+
+def test_dcgm_exporter_parity_names_units_and_what_is_left_out() -> None:
+    import dataclasses
+
+    snap = _snapshot([{"pid": 7, "gpu": 0, "name": "python", "memory": "10GiB",
+                       "gpu_util_percent": 90, "memory_busy_percent": 50}])
+    g0, g1 = snap.gpus
+    measured = dataclasses.replace(
+        g0, dram_active_percent=40.0, measured_bandwidth_bytes_per_s=0.4 * 2e12,
+        tensor_active_percent=30.0, graphics_active_percent=90.0, last_xid=79,
+        memory_temperature_c=51.0, encoder_util_percent=3.0, decoder_util_percent=0.0)
+    snap = dataclasses.replace(snap, gpus=(measured, g1))
+    metrics = _scrape(Families(snap, "node-1"))
+    by_gpu = {name: {s.labels["gpu"]: s.value for s in samples}
+              for name, samples in metrics.items()}
+    # ratios 0-1 as DCGM's profiling fields; GPUs without GPM have no series at all
+    assert by_gpu[n.DRAM_ACTIVE] == {"0": 0.4}
+    assert by_gpu[n.PIPE_TENSOR_ACTIVE] == {"0": 0.3}
+    assert by_gpu[n.GR_ENGINE_ACTIVE] == {"0": 0.9}
+    assert by_gpu[n.XID_ERRORS] == {"0": 79}
+    assert by_gpu[n.MEMORY_TEMP]["0"] == 51 and by_gpu[n.ENC_UTIL]["0"] == 3
+    assert by_gpu[n.GPU_MEASURED_BANDWIDTH] == {"0": 0.4 * 2e12}
+    assert by_gpu[n.GPU_ESTIMATED_BANDWIDTH] == {"0": g0.estimated_bandwidth_bytes_per_s}
+    # every DCGM name is one of dcgm-exporter's; the NVLink rates moved to gpuwatch's own
+    dcgm = {name for name in metrics if name.startswith("DCGM_")}
+    assert dcgm <= set(n.DCGM_METRICS)
+    assert "DCGM_FI_PROF_NVLINK_TX_BYTES" not in metrics
+    assert n.GPU_NVLINK_TX in metrics
+    for sample in metrics[n.DRAM_ACTIVE]:
+        assert set(sample.labels) == set(n.GPU_LABELS)
+        assert sample.labels["pci_bus_id"] == g0.pci_bus_id and \
+            sample.labels["hostname"] == "node-1"

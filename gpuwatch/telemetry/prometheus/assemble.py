@@ -292,11 +292,19 @@ class Assembler:
             tensor_active_percent=_share(v(n.PIPE_TENSOR_ACTIVE)),
             encoder_util_percent=_percent(v(n.ENC_UTIL)),
             decoder_util_percent=_percent(v(n.DEC_UTIL)),
-            memory_temperature_c=v(n.MEMORY_TEMP))
+            memory_temperature_c=v(n.MEMORY_TEMP),
+            last_xid=_xid(v(n.XID_ERRORS)))
 
 
 def _first(*values: float | None) -> float | None:
     return next((_percent(v) for v in values if v is not None), None)
+
+
+def _xid(value: float | None) -> int | None:
+    """An XID code: a whole number from 1 (DCGM writes nothing, or 0, without one)."""
+    if value is None or not 1 <= value < 1 << 32 or value != int(value):
+        return None
+    return int(value)
 
 
 def _share(ratio: float | None) -> float | None:

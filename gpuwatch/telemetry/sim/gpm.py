@@ -1,4 +1,4 @@
-"""The simulated GPU performance monitor (GPM) and the other per-engine readings.
+"""The simulated GPU performance monitor (GPM), events and the other per-engine readings.
 
 A scenario GPU with ``gpm = true`` (a Hopper or later part) answers NVML's GPM calls as
 the driver does: samples are opaque C pointers the caller allocates, fills and frees,
@@ -97,6 +97,23 @@ class SimulatedEngines:
             else:
                 metric.nvmlReturn, metric.value = pynvml.NVML_SUCCESS, min(100.0, work(util, busy))
         return request
+
+    # -- events: a simulated GPU reports no XID errors ---------------------------------
+
+    def nvmlEventSetCreate(self) -> object:
+        self._enter("nvmlEventSetCreate", None)
+        return object()
+
+    def nvmlDeviceRegisterEvents(self, handle: object, event_types: int,
+                                 event_set: object) -> None:
+        self._spec("nvmlDeviceRegisterEvents", handle)
+
+    def nvmlEventSetWait_v2(self, event_set: object, timeout_ms: int) -> Any:
+        self._enter("nvmlEventSetWait_v2", None)
+        raise pynvml.NVMLError(codes.code("TIMEOUT"))     # nothing arrived
+
+    def nvmlEventSetFree(self, event_set: object) -> None:
+        self._enter("nvmlEventSetFree", None)
 
     # -- encoder, decoder, PCI -------------------------------------------------
 
