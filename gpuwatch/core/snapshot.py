@@ -144,6 +144,9 @@ class Snapshot:
     warnings: tuple[str, ...] = field(default=())   # e.g. a PID namespace hiding processes
     probes: tuple[ProbeReport, ...] = field(default=())  # in-process probe reports, by pid
     budget_peaks: tuple[BudgetPeak, ...] = field(default=())  # budgets the source links
+    # (GPU index, energy in J since the driver loaded): a counter, kept beside the GPU
+    # samples because it changes every tick (they are reused while nothing else changes)
+    energy_consumed_j: tuple[tuple[int, float], ...] = field(default=())
 
     def gpu(self, index: int) -> GpuSample | None:
         for gpu in self.gpus:

@@ -104,12 +104,19 @@ def gpu_to_json(g: GpuSample) -> dict[str, Any]:
     }
 
 
+def _with_energy(doc: dict[str, Any], joules: float | None) -> dict[str, Any]:
+    # since the driver loaded (NVML's counter); null where the GPU does not count it
+    doc["energy_consumed_j"] = _round(joules, 3)
+    return doc
+
+
 def snapshot_to_json(s: Snapshot) -> dict[str, Any]:
+    energy = dict(s.energy_consumed_j)
     return {
         "schema": SNAPSHOT_SCHEMA,
         "timestamp_s": round(s.timestamp_s, 3),
         "backend": backend_to_json(s.backend),
-        "gpus": [gpu_to_json(g) for g in s.gpus],
+        "gpus": [_with_energy(gpu_to_json(g), energy.get(g.index)) for g in s.gpus],
         "warnings": list(s.warnings),
         "probes": [probe_report_to_json(r) for r in s.probes],
     }

@@ -129,6 +129,15 @@ class Families:
                 if value is not None:
                     samples.append(Sample(name, labels, float(value)))
             yield family
+        energy = GaugeMetricFamily(
+            n.TOTAL_ENERGY, "Total energy consumption since boot (in mJ).",
+            labels=n.GPU_LABELS)       # dcgm-exporter's counter, as a gauge: see docs
+        by_index = dict(zip((g.index for g in ok), dcgm_labels, strict=True))
+        for index, joules in self.snapshot.energy_consumed_j:
+            labels = by_index.get(index)
+            if labels is not None:
+                energy.samples.append(Sample(n.TOTAL_ENERGY, labels, joules * 1000))
+        yield energy
         yield from self._gpu_families(gpus, ok)
         yield from self._process_families(ok)
         yield from self._hint_families(gpus)

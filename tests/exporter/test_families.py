@@ -203,7 +203,11 @@ def test_dcgm_exporter_parity_names_units_and_what_is_left_out() -> None:
     assert by_gpu[n.GPU_ESTIMATED_BANDWIDTH] == {"0": g0.estimated_bandwidth_bytes_per_s}
     # every DCGM name is one of dcgm-exporter's; the NVLink rates moved to gpuwatch's own
     dcgm = {name for name in metrics if name.startswith("DCGM_")}
-    assert dcgm <= set(n.DCGM_METRICS)
+    assert dcgm <= {*n.DCGM_METRICS, *n.DCGM_WRITE_ONLY}
+    # energy in mJ, as dcgm-exporter's counter (written as a gauge: see docs/cluster.md)
+    joules = dict(snap.energy_consumed_j)
+    assert joules[0] > 0 and by_gpu[n.TOTAL_ENERGY] == {
+        str(i): j * 1000 for i, j in joules.items()}
     assert "DCGM_FI_PROF_NVLINK_TX_BYTES" not in metrics
     assert n.GPU_NVLINK_TX in metrics
     for sample in metrics[n.DRAM_ACTIVE]:

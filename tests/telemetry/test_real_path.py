@@ -81,6 +81,10 @@ def test_snapshot_json_carries_every_field_the_driver_and_the_host_give(fake_dri
                                     "encoder_percent": 0.0, "decoder_percent": 0.0}
         assert g["pci_bus_id"] == r["pci_bus_id"] == f"00000000:{0x18 + 0x10 * index:02X}:00.0"
         assert g["memory_temperature_c"] == float(r["temperature_c"] + 4)
+        # the fake driver's energy: (300 W + 0.5 W per % of load) x its frozen clock, in mJ
+        assert g["energy_consumed_j"] == int(
+            (300.0 + 0.5 * r["util_gpu"]) * FROZEN["time"] * 1000.0) / 1000
+        assert g["last_xid"] is None
         peak = r["bus_width_bits"] / 8 * r["max_memory_clock_mhz"] * 1e6 * 2
         assert peak == 5120 / 8 * 2619e6 * 2                      # 3.35 TB/s, as an H100
         assert g["bandwidth"] == {"peak_bytes_per_s": round(peak),

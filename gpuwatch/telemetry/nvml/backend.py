@@ -27,6 +27,7 @@ from gpuwatch.telemetry.nvml.readings import (
     nvlink_count,
     open_gpm,
     optional,
+    read_energy,
     read_engines,
     read_memory,
     read_nvlink,
@@ -301,7 +302,10 @@ class NvmlBackend:
                 f"{hidden} of {len(pids)} pids reported by NVML are not visible here. "
                 "Run the container with --pid=host to see their names and users.",
             )
-        return Snapshot(timestamp, self.info, tuple(gpus), warnings, probes)
+        energy = tuple((dev.index, dev.energy_j) for dev, fields, _, _ in readings
+                       if fields is not None and dev.energy_j is not None)
+        return Snapshot(timestamp, self.info, tuple(gpus), warnings, probes,
+                        energy_consumed_j=energy)
 
     def _read_probes(self, pids: set[int], host: dict[int, HostProcess]) -> tuple:
         """Probe reports of listed processes, not older than the process (pid reuse)."""
@@ -351,4 +355,5 @@ class NvmlBackend:
             **read_engines(lib, dev, peak),
             "last_xid": self._xids.last.get(dev.index) if self._xids is not None else None,
         }
+        dev.energy_j = read_energy(lib, dev)
         return (fields, *self._process_lists.read(dev))

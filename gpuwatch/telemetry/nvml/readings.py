@@ -71,6 +71,7 @@ class Device:
     pci_bus_id: str | None = None
     gpm: GpmReader | None = None        # the GPU's performance monitor, where it has one
     unsupported: set[str] = field(default_factory=set)   # calls it answered NOT_SUPPORTED
+    energy_j: float | None = None       # the last tick's energy counter reading
 
 
 def gpu_lost(exc: pynvml.NVMLError) -> GpuLost:
@@ -242,6 +243,12 @@ def read_engines(lib: Any, dev: Device, peak: float | None) -> dict[str, Any]:
         "decoder_util_percent": float(dec[0]) if dec else None,
         "memory_temperature_c": memory_temp,
     }
+
+
+def read_energy(lib: Any, dev: Device) -> float | None:
+    """Energy the GPU used since the driver loaded, in J (NVML counts mJ; Volta on)."""
+    mj = _supported(dev, "energy", lib.nvmlDeviceGetTotalEnergyConsumption, dev.handle)
+    return mj / 1000 if mj is not None else None
 
 
 def read_pci_bus_id(lib: Any, handle: Any) -> str | None:

@@ -48,9 +48,12 @@ GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"        # ratio 0-1 (GPM)
 PIPE_TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"    # ratio 0-1 (GPM)
 DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"      # ratio 0-1 of peak DRAM bandwidth (GPM)
 XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"         # the last XID seen (a code, not a count)
+TOTAL_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"   # mJ since the driver loaded
 DCGM_METRICS = (FB_USED, FB_FREE, FB_RESERVED, GPU_UTIL, MEM_COPY_UTIL, ENC_UTIL, DEC_UTIL,
                 GPU_TEMP, MEMORY_TEMP, POWER_USAGE, PCIE_TX, PCIE_RX, SM_CLOCK, MEM_CLOCK,
                 GR_ENGINE_ACTIVE, PIPE_TENSOR_ACTIVE, DRAM_ACTIVE, XID_ERRORS)
+# written, not read back (a counter the window has no use for)
+DCGM_WRITE_ONLY = (TOTAL_ENERGY,)
 # What gpuwatch exporters before the parity work wrote for NVLink (names neither of
 # dcgm-exporter's lists has): still read, no longer written.
 OLD_NVLINK_TX = "DCGM_FI_PROF_NVLINK_TX_BYTES"

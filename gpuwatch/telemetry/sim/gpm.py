@@ -37,12 +37,14 @@ class SimulatedEngines:
 
     _spec: Any
     _state: Any
+    _power_mw: Any
     _enter: Any
     clock: Any
 
     def _engines_init(self) -> None:
         # sample address -> (its buffer, (gpu, util %, busy %) once filled)
         self._gpm_samples: dict[int, list[Any]] = {}
+        self._energy_mj: dict[int, tuple[float, float]] = {}   # gpu -> (t, cumulative mJ)
 
     # -- GPM -----------------------------------------------------------------------------
 
@@ -114,6 +116,15 @@ class SimulatedEngines:
 
     def nvmlEventSetFree(self, event_set: object) -> None:
         self._enter("nvmlEventSetFree", None)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: object) -> int:
+        """mJ since the scenario started: the power draw integrated over time."""
+        gpu, spec, t = self._spec("nvmlDeviceGetTotalEnergyConsumption", handle)
+        last_t, mj = self._energy_mj.get(gpu, (0.0, 0.0))
+        if t > last_t:
+            mj += self._power_mw(gpu, spec, t) * (t - last_t)
+            self._energy_mj[gpu] = (t, mj)
+        return int(mj)
 
     # -- encoder, decoder, PCI -------------------------------------------------
 

@@ -203,6 +203,9 @@ class SimulatedNvml(SimulatedEngines, types.ModuleType):
 
     def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
         gpu, spec, t = self._spec("nvmlDeviceGetPowerUsage", handle)
+        return self._power_mw(gpu, spec, t)
+
+    def _power_mw(self, gpu: int, spec: ScenarioGpu, t: float) -> int:
         load = self._state(gpu, t).util_percent / 100
         return int((spec.idle_power_w + (spec.power_limit_w - spec.idle_power_w) * 0.9 * load)
                    * 1000)
