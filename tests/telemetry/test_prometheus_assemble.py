@@ -181,8 +181,13 @@ def test_any_series_make_gpus_that_keep_their_index(ticks: list[list[Series]]) -
             # a row stays its host's (an exporter down from the start holds a row that its
             # first GPU takes when it answers)
             assert _host(names.setdefault(g.index, g.name)) == _host(g.name)
-            for value in (g.memory.used_bytes, g.memory.free_bytes, g.memory.total_bytes):
+            for value in (g.memory.used_bytes, g.memory.free_bytes, g.memory.total_bytes,
+                          g.measured_bandwidth_bytes_per_s):
                 assert value is None or value >= 0          # negative readings: unknown
+            for percent in (g.dram_active_percent, g.tensor_active_percent,
+                            g.graphics_active_percent):     # DCGM ratios outside 0-1: unknown
+                assert percent is None or 0 <= percent <= 100
+            assert g.last_xid is None or (type(g.last_xid) is int and g.last_xid >= 1)
             assert all(p.pid > 0 for p in g.processes)
         assert all(p.pid > 0 for p in probes)
 
