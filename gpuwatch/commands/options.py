@@ -122,7 +122,7 @@ def add_prometheus(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--match", type=match_selector, metavar="SELECTOR",
         help="with --prometheus: read only the series these label matchers select, "
-             "e.g. '{cluster=\"a\", Hostname=~\"gpu-.*\"}' (default: every GPU series)")
+             "e.g. '{cluster=\"a\", hostname=~\"gpu-.*\"}' (default: every GPU series)")
 
 
 def gpu_ids(text: str) -> object:

@@ -113,7 +113,7 @@ def run_record(args: argparse.Namespace) -> int:
               + where, flush=True)
     sampler = Sampler(backend, args.interval, on_snapshot, on_error,
                       until_elapsed_s=None if duration is None else start + duration,
-                      on_finished=done.set)
+                      on_finished=done.set, start_elapsed_s=start)
     # Ctrl-C, logout (SIGHUP), `systemctl stop` and `timeout` (SIGTERM) all end the
     # recording the same way: the session is finished and the summary printed.
     previous = {sig: signal.signal(sig, lambda *_: sampler.stop(timeout_s=0))

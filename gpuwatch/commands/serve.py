@@ -70,7 +70,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         sampler.start()
         print(f"Serving {describe_backend(backend.info)} every {args.interval:g} s at "
-              f"http://{address}/metrics (Hostname={hostname}); Ctrl-C stops", flush=True)
+              f"http://{address}/metrics (hostname={hostname}); Ctrl-C stops", flush=True)
         while not stop.wait(0.5):
             if not sampler.running:
                 print("gpuwatch: sampling stopped; the endpoint closes", file=sys.stderr)

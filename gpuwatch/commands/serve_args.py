@@ -55,7 +55,7 @@ def declare(p: argparse.ArgumentParser) -> None:
                    help="allow --listen on an address other machines can reach (the "
                         "endpoint has no authentication; default: loopback only)")
     p.add_argument("--hostname", metavar="NAME",
-                   help="the Hostname label on every series (default: $NODE_NAME where "
+                   help="the hostname label on every series (default: $NODE_NAME where "
                         "set, as on a Kubernetes node, else this machine's host name, as "
                         "dcgm-exporter does)")
     p.add_argument("--top-processes", type=top_processes, default=8, metavar="N",

@@ -112,6 +112,28 @@ class GpuSample:
     # Why the process list is missing or incomplete (NVML timed out, no permission, …);
     # None when it was read. An empty ``processes`` then means "unknown", not "none".
     processes_error: str | None = None
+    pci_bus_id: str | None = None        # "00000000:18:00.0", as NVML and DCGM write it
+    # Measured by the GPU's performance monitor (GPM, Hopper and later), over the time
+    # since the previous sample; None where the GPU has no GPM, and on its first sample.
+    dram_active_percent: float | None = None       # DRAM bandwidth used, % of peak
+    measured_bandwidth_bytes_per_s: float | None = None   # DRAM active % x peak: measured
+    graphics_active_percent: float | None = None   # % of time the graphics/compute engine ran
+    sm_active_percent: float | None = None         # % of SMs busy
+    tensor_active_percent: float | None = None     # % of time any tensor pipe was active
+    encoder_util_percent: float | None = None
+    decoder_util_percent: float | None = None
+    memory_temperature_c: float | None = None      # HBM temperature (data-centre GPUs)
+    # the last XID (driver error report) since gpuwatch started watching; None: none seen
+    last_xid: int | None = None
+
+
+class BudgetPeak(NamedTuple):
+    """The peak a process's linked memory budget predicts, as a source reports it (a
+    gpuwatch exporter's ``--budget`` links, read over Prometheus)."""
+
+    gpu_index: int
+    pid: int
+    peak_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +143,10 @@ class Snapshot:
     gpus: tuple[GpuSample, ...]
     warnings: tuple[str, ...] = field(default=())   # e.g. a PID namespace hiding processes
     probes: tuple[ProbeReport, ...] = field(default=())  # in-process probe reports, by pid
+    budget_peaks: tuple[BudgetPeak, ...] = field(default=())  # budgets the source links
+    # (GPU index, energy in J since the driver loaded): a counter, kept beside the GPU
+    # samples because it changes every tick (they are reused while nothing else changes)
+    energy_consumed_j: tuple[tuple[int, float], ...] = field(default=())
 
     def gpu(self, index: int) -> GpuSample | None:
         for gpu in self.gpus:

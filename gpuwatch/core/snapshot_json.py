@@ -62,14 +62,25 @@ def gpu_to_json(g: GpuSample) -> dict[str, Any]:
             "free_bytes": m.free_bytes,
             "reserved_bytes": m.reserved_bytes,
         },
+        "pci_bus_id": g.pci_bus_id,
         "utilization": {
             "gpu_percent": _round(g.gpu_util_percent),
             "memory_busy_percent": _round(g.memory_busy_percent),
+            # measured by the GPU's performance monitor (GPM); null without one
+            "graphics_active_percent": _round(g.graphics_active_percent),
+            "sm_active_percent": _round(g.sm_active_percent),
+            "tensor_active_percent": _round(g.tensor_active_percent),
+            "encoder_percent": _round(g.encoder_util_percent),
+            "decoder_percent": _round(g.decoder_util_percent),
         },
         "bandwidth": {
             "peak_bytes_per_s": _int(g.peak_bandwidth_bytes_per_s),
             "estimated_bytes_per_s": _int(g.estimated_bandwidth_bytes_per_s),
             "estimate_method": "memory busy % x peak",
+            # null where the GPU has no GPM (before Hopper) and on its first sample
+            "measured_bytes_per_s": _int(g.measured_bandwidth_bytes_per_s),
+            "dram_active_percent": _round(g.dram_active_percent),
+            "measure_method": "GPM DRAM bandwidth utilisation x peak",
         },
         "pcie": {
             "tx_bytes_per_s": _int(g.pcie_tx_bytes_per_s),
@@ -80,6 +91,9 @@ def gpu_to_json(g: GpuSample) -> dict[str, Any]:
             "rx_bytes_per_s": _int(g.nvlink_rx_bytes_per_s),
         },
         "temperature_c": _round(g.temperature_c),
+        "memory_temperature_c": _round(g.memory_temperature_c),
+        # the driver's last XID error report since watching began (null: none seen)
+        "last_xid": g.last_xid,
         "power_w": _round(g.power_w),
         "power_limit_w": _round(g.power_limit_w),
         "clocks": {"graphics_mhz": g.graphics_clock_mhz, "memory_mhz": g.memory_clock_mhz},
@@ -90,12 +104,19 @@ def gpu_to_json(g: GpuSample) -> dict[str, Any]:
     }
 
 
+def _with_energy(doc: dict[str, Any], joules: float | None) -> dict[str, Any]:
+    # since the driver loaded (NVML's counter); null where the GPU does not count it
+    doc["energy_consumed_j"] = _round(joules, 3)
+    return doc
+
+
 def snapshot_to_json(s: Snapshot) -> dict[str, Any]:
+    energy = dict(s.energy_consumed_j)
     return {
         "schema": SNAPSHOT_SCHEMA,
         "timestamp_s": round(s.timestamp_s, 3),
         "backend": backend_to_json(s.backend),
-        "gpus": [gpu_to_json(g) for g in s.gpus],
+        "gpus": [_with_energy(gpu_to_json(g), energy.get(g.index)) for g in s.gpus],
         "warnings": list(s.warnings),
         "probes": [probe_report_to_json(r) for r in s.probes],
     }

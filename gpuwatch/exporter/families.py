@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample
 
 from gpuwatch.advisor import LinkedBudget
 from gpuwatch.core.hints import Hint
@@ -27,27 +28,53 @@ from gpuwatch.telemetry.prometheus import names as n
 LABEL_CHARS = 64
 DEFAULT_TOP_PROCESSES = 8
 
-_DCGM = (  # (name, help, GpuSample -> value in the unit dcgm-exporter uses)
-    (n.FB_USED, "Framebuffer memory used (in MiB).",
-     lambda g: None if g.memory.used_bytes is None else g.memory.used_bytes / n.MIB),
-    (n.FB_FREE, "Framebuffer memory free (in MiB).",
-     lambda g: None if g.memory.free_bytes is None else g.memory.free_bytes / n.MIB),
-    (n.FB_RESERVED, "Framebuffer memory reserved (in MiB).",
-     lambda g: None if g.memory.reserved_bytes is None else g.memory.reserved_bytes / n.MIB),
-    (n.GPU_UTIL, "GPU utilization (in %).", lambda g: g.gpu_util_percent),
-    (n.MEM_COPY_UTIL, "Memory utilization (in %).", lambda g: g.memory_busy_percent),
-    (n.GPU_TEMP, "GPU temperature (in C).", lambda g: g.temperature_c),
-    (n.POWER_USAGE, "Power draw (in W).", lambda g: g.power_w),
-    (n.PCIE_TX, "The rate of data transmitted over the PCIe bus, in bytes per second.",
-     lambda g: g.pcie_tx_bytes_per_s),
-    (n.PCIE_RX, "The rate of data received over the PCIe bus, in bytes per second.",
-     lambda g: g.pcie_rx_bytes_per_s),
-    (n.NVLINK_TX, "The rate of data transmitted over NVLink, all links, in bytes per second.",
-     lambda g: g.nvlink_tx_bytes_per_s),
-    (n.NVLINK_RX, "The rate of data received over NVLink, all links, in bytes per second.",
-     lambda g: g.nvlink_rx_bytes_per_s),
+def _mib(value: int | None) -> float | None:
+    return None if value is None else value / n.MIB
+
+
+def _ratio(percent: float | None) -> float | None:
+    return None if percent is None else percent / 100
+
+
+# (name, help as dcgm-exporter's counter lists word it, GpuSample -> value in its unit)
+_DCGM = (
     (n.SM_CLOCK, "SM clock frequency (in MHz).", lambda g: g.graphics_clock_mhz),
     (n.MEM_CLOCK, "Memory clock frequency (in MHz).", lambda g: g.memory_clock_mhz),
+    (n.MEMORY_TEMP, "Memory temperature (in C).", lambda g: g.memory_temperature_c),
+    (n.GPU_TEMP, "GPU temperature (in C).", lambda g: g.temperature_c),
+    (n.POWER_USAGE, "Power draw (in W).", lambda g: g.power_w),
+    (n.GPU_UTIL, "GPU utilization (in %).", lambda g: g.gpu_util_percent),
+    (n.MEM_COPY_UTIL, "Memory utilization (in %).", lambda g: g.memory_busy_percent),
+    (n.ENC_UTIL, "Encoder utilization (in %).", lambda g: g.encoder_util_percent),
+    (n.DEC_UTIL, "Decoder utilization (in %).", lambda g: g.decoder_util_percent),
+    (n.XID_ERRORS, "Value of the last XID error encountered.", lambda g: g.last_xid),
+    (n.FB_FREE, "Framebuffer memory free (in MiB).", lambda g: _mib(g.memory.free_bytes)),
+    (n.FB_USED, "Framebuffer memory used (in MiB).", lambda g: _mib(g.memory.used_bytes)),
+    (n.FB_RESERVED, "Framebuffer memory reserved (in MiB).",
+     lambda g: _mib(g.memory.reserved_bytes)),
+    (n.GR_ENGINE_ACTIVE, "Ratio of time the graphics engine is active.",
+     lambda g: _ratio(g.graphics_active_percent)),
+    (n.PIPE_TENSOR_ACTIVE, "Ratio of cycles the tensor (HMMA) pipe is active.",
+     lambda g: _ratio(g.tensor_active_percent)),
+    (n.DRAM_ACTIVE, "Ratio of cycles the device memory interface is active sending or "
+     "receiving data.", lambda g: _ratio(g.dram_active_percent)),
+    (n.PCIE_TX, "The rate of data transmitted over the PCIe bus - including both protocol "
+     "headers and data payloads - in bytes per second.", lambda g: g.pcie_tx_bytes_per_s),
+    (n.PCIE_RX, "The rate of data received over the PCIe bus - including both protocol "
+     "headers and data payloads - in bytes per second.", lambda g: g.pcie_rx_bytes_per_s),
+)
+# gpuwatch's own per-GPU rates: (name, help, GpuSample -> value)
+_OWN_RATES = (
+    (n.GPU_MEASURED_BANDWIDTH, "Device memory bandwidth in use, measured by the GPU's "
+     "performance monitor (GPM: DRAM active x peak), in bytes per second. Only GPUs with "
+     "GPM (Hopper and later).", lambda g: g.measured_bandwidth_bytes_per_s),
+    (n.GPU_ESTIMATED_BANDWIDTH, "Device memory bandwidth in use, estimated as the share "
+     "of time memory was busy x peak (an upper bound), in bytes per second.",
+     lambda g: g.estimated_bandwidth_bytes_per_s),
+    (n.GPU_NVLINK_TX, "The rate of data transmitted over NVLink, all links, in bytes per "
+     "second.", lambda g: g.nvlink_tx_bytes_per_s),
+    (n.GPU_NVLINK_RX, "The rate of data received over NVLink, all links, in bytes per "
+     "second.", lambda g: g.nvlink_rx_bytes_per_s),
 )
 
 
@@ -89,14 +116,28 @@ class Families:
     def __iter__(self) -> Iterator[Metric]:
         gpus = self.snapshot.gpus
         ok = [g for g in gpus if g.state is GpuState.OK]
+        driver = label(self.snapshot.backend.driver_version)
+        # one label set per GPU, shared by its series (the exposition only reads them)
+        dcgm_labels = [dict(zip(n.GPU_LABELS, (
+            str(g.index), label(g.uuid), label(g.pci_bus_id), f"nvidia{g.index}",
+            label(g.name), self.host, driver), strict=True)) for g in ok]
         for name, help_text, read in _DCGM:
             family = GaugeMetricFamily(name, help_text, labels=n.GPU_LABELS)
-            for g in ok:
+            samples = family.samples
+            for g, labels in zip(ok, dcgm_labels, strict=True):
                 value = read(g)
                 if value is not None:
-                    family.add_metric([str(g.index), label(g.uuid), f"nvidia{g.index}",
-                                       label(g.name), self.host], float(value))
+                    samples.append(Sample(name, labels, float(value)))
             yield family
+        energy = GaugeMetricFamily(
+            n.TOTAL_ENERGY, "Total energy consumption since boot (in mJ).",
+            labels=n.GPU_LABELS)       # dcgm-exporter's counter, as a gauge: see docs
+        by_index = dict(zip((g.index for g in ok), dcgm_labels, strict=True))
+        for index, joules in self.snapshot.energy_consumed_j:
+            labels = by_index.get(index)
+            if labels is not None:
+                energy.samples.append(Sample(n.TOTAL_ENERGY, labels, joules * 1000))
+        yield energy
         yield from self._gpu_families(gpus, ok)
         yield from self._process_families(ok)
         yield from self._hint_families(gpus)
@@ -123,6 +164,14 @@ class Families:
             if g.peak_bandwidth_bytes_per_s is not None:
                 peak.add_metric(self._ids(g), float(g.peak_bandwidth_bytes_per_s))
         yield from (readable, total, limit, peak)
+        own_labels = [dict(zip(n.OWN_GPU_LABELS, self._ids(g), strict=True)) for g in ok]
+        for name, help_text, read in _OWN_RATES:
+            family = GaugeMetricFamily(name, help_text, labels=n.OWN_GPU_LABELS)
+            for g, labels in zip(ok, own_labels, strict=True):
+                value = read(g)
+                if value is not None:
+                    family.samples.append(Sample(name, labels, float(value)))
+            yield family
 
     def _process_families(self, ok: Sequence[GpuSample]) -> Iterator[Metric]:
         used = GaugeMetricFamily(

@@ -91,7 +91,10 @@ GPU_SERIES_COLUMNS = ("t_s", "used_bytes", "reserved_bytes", "total_bytes", "gpu
                       "memory_busy_percent", "estimated_bandwidth_bytes_per_s")
 # the rest of a sample's numbers (read with ``gpu_series(index, GPU_DETAIL_COLUMNS)``)
 GPU_DETAIL_COLUMNS = ("t_s", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "temperature_c",
-                      "power_w")
+                      "power_w", "measured_bandwidth_bytes_per_s")
+# columns added to gpu_sample after files of the same version were written: read as NULL
+# from a file without them
+_LATER_COLUMNS = frozenset({"measured_bandwidth_bytes_per_s"})
 
 # What a cell may hold, checked as rows are read: a damaged file is refused with the
 # table, column and row, never half-read into a crash further on. Text columns take any
@@ -105,6 +108,7 @@ _KINDS = {
     "gpu_util_percent": "real", "memory_busy_percent": "real",
     "estimated_bandwidth_bytes_per_s": "real", "pcie_tx_bytes_per_s": "real",
     "pcie_rx_bytes_per_s": "real", "temperature_c": "real", "power_w": "real",
+    "measured_bandwidth_bytes_per_s": "real",
 }
 
 
@@ -121,6 +125,7 @@ class SessionReader:
         self._time_bases: dict[int, np.ndarray] = {}
         self._all_changes: tuple[np.ndarray, np.ndarray] | None = None
         self._changes_indexed: bool | None = None     # asked once per reader
+        self._table_columns: dict[str, frozenset[str]] = {}
 
     def close(self) -> None:
         self._conn.close()
@@ -200,7 +205,7 @@ class SessionReader:
                 order: str = "t_s, rowid") -> tuple[np.ndarray, list[str]]:
         """Numeric columns as one float array (NULL -> NaN), and with ``state`` the
         ``state`` text column too, read in one query; a damaged cell is refused."""
-        select = ("state", *columns) if state else columns
+        select = self._selectable(table, ("state", *columns) if state else columns)
         with self._query() as c:
             rows = c.execute(f"SELECT {', '.join(select)} FROM {table} {where} "
                              f"ORDER BY {order}", params).fetchall()
@@ -233,7 +238,7 @@ class SessionReader:
         # something is wrong: find the cell to name it
         spec = [f"{c}:{k}" for c, k in zip(columns, kinds, strict=True)]
         self._rows(table, ", ".join((["state:text!"] if state else []) + spec),
-                   f"{where} ORDER BY {order}", params)
+                   f"{where} ORDER BY {order}", params, absent)
         if data is not None and None not in states:
             return data, states      # every cell is right: 2**63 - 1 is 2.0**63 as a float
         raise self.damaged(f"{table} holds a value that is not a number")
@@ -249,7 +254,8 @@ class SessionReader:
         kinds = ("int!", *self._kinds(columns[1:]))
         order = "t_s, gpu, rowid"
         with self._query() as c:
-            cursor = c.execute(f"SELECT state, {', '.join(columns)} FROM gpu_sample "
+            select = self._selectable("gpu_sample", ("state", *columns))
+            cursor = c.execute(f"SELECT {', '.join(select)} FROM gpu_sample "
                                f"ORDER BY {order}")
         while True:
             with self._query():
@@ -257,6 +263,24 @@ class SessionReader:
             if not rows:
                 return
             yield self._checked(rows, "gpu_sample", columns, kinds, "", (), True, order)
+
+    def _selectable(self, table: str, columns: tuple[str, ...]) -> tuple[str, ...]:
+        """``columns`` for a SELECT, a later column this file lacks read as NULL."""
+        if not _LATER_COLUMNS.intersection(columns):
+            return columns
+        present = self._columns(table)
+        return tuple(f"NULL AS {c}" if c in _LATER_COLUMNS and c not in present else c
+                     for c in columns)
+
+    def _columns(self, table: str) -> frozenset[str]:
+        """The columns ``table`` has in this file (asked once per reader and table)."""
+        known = self._table_columns.get(table)
+        if known is None:
+            with self._query() as c:
+                known = frozenset(row[1] for row in c.execute(
+                    "SELECT * FROM pragma_table_info(?)", (table,)).fetchall())
+            self._table_columns[table] = known
+        return known
 
     @staticmethod
     def _text(value: Any) -> str | None:

@@ -13,7 +13,10 @@ Versions:
    changes, and when it is missing from a listing; the reader carries each value over
    the GPU's samples until the next row. ``process.last_seen_s`` is NULL while the
    process was listed at the last sample written (filled in when the file is closed).
-   GPU rows are unchanged: one per GPU and sample, the time base.
+   GPU rows are unchanged: one per GPU and sample, the time base. Files written since
+   GPUs measure their bandwidth (GPM) end each GPU row with
+   ``measured_bandwidth_bytes_per_s``, beside the estimate; an older reader ignores the
+   column, and this one reads it as unknown where a file lacks it.
 
 New files are written as version 2; version 1 files are read as they are (the reader
 knows both layouts), so no file is ever rewritten. A gpuwatch that reads only version 1
@@ -140,6 +143,9 @@ CREATE TABLE process_change (
     used_bytes INTEGER,                  -- held from that sample on, until the next row
     listed INTEGER NOT NULL              -- 1: listed from that sample on; 0: missing
 );
+-- measured by the GPU's performance monitor (GPM), beside estimated_bandwidth_bytes_per_s
+-- (busy % x peak); added within version 2: files written before lack it
+ALTER TABLE gpu_sample ADD COLUMN measured_bandwidth_bytes_per_s REAL;
 """
 
 # Built when a version-2 file is closed, not while it is written: kept up to date on

@@ -156,7 +156,8 @@ class SessionWriter:
             gpu_rows.append((t, gpu, _STATE_TEXT[g.state], m.used_bytes, m.reserved_bytes,
                              m.total_bytes, g.gpu_util_percent, g.memory_busy_percent,
                              g.estimated_bandwidth_bytes_per_s, g.pcie_tx_bytes_per_s,
-                             g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w))
+                             g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w,
+                             g.measured_bandwidth_bytes_per_s))
             position = here[gpu] = counts.get(gpu, 0)
             counts[gpu] = position + 1
             # pids, start times and bytes, gathered and compared in C: the same listing
@@ -175,7 +176,7 @@ class SessionWriter:
                 left += listings.pop(gpu).processes.values()
         for proc in sorted(left, key=_by_key):
             self._leave(proc, here, previous_t, t, changes, events)
-        _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
+        _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
         if self._new_processes:
             _insert(conn, "INSERT INTO process (id, gpu, pid, name, cmdline, user, container, "
                           "first_seen_s, last_seen_s, peak_used_bytes) "

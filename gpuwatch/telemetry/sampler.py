@@ -21,7 +21,8 @@ class Sampler:
                  on_snapshot: Callable[[Snapshot], None],
                  on_error: Callable[[Exception], None] | None = None,
                  until_elapsed_s: float | None = None,
-                 on_finished: Callable[[], None] | None = None):
+                 on_finished: Callable[[], None] | None = None,
+                 start_elapsed_s: float | None = None):
         if interval_s < MIN_INTERVAL_S:
             raise ValueError(f"the sampling interval must be at least {MIN_INTERVAL_S} s")
         self.backend = backend
@@ -30,6 +31,10 @@ class Sampler:
         self._on_error = on_error
         self._on_finished = on_finished
         self._until = until_elapsed_s
+        # the time ticks are counted from (the caller's start): ticks fall at start + k x
+        # interval, so a run of D seconds takes D / interval + 1 samples however long the
+        # thread took to start (else the last tick falls a moment past the end)
+        self._start = start_elapsed_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwatch-sampler", daemon=True)
         self.samples = 0
@@ -52,7 +57,7 @@ class Sampler:
 
     def _run(self) -> None:
         clock = self.backend.clock
-        deadline = clock.elapsed_s()
+        deadline = clock.elapsed_s() if self._start is None else self._start
         try:
             while not self._stop.is_set():
                 try:

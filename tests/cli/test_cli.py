@@ -23,7 +23,7 @@ def test_snapshot_json_follows_the_schema(capsys):
     assert set(g0) >= {"index", "uuid", "name", "state", "memory", "utilization", "bandwidth",
                        "pcie", "temperature_c", "power_w", "processes"}
     assert set(g0["memory"]) == {"total_bytes", "used_bytes", "free_bytes", "reserved_bytes"}
-    assert set(g0["utilization"]) == {"gpu_percent", "memory_busy_percent"}
+    assert set(g0["utilization"]) >= {"gpu_percent", "memory_busy_percent"}
     assert {"peak_bytes_per_s", "estimated_bytes_per_s"} <= set(g0["bandwidth"])
     assert set(g0["pcie"]) == {"tx_bytes_per_s", "rx_bytes_per_s"}
     assert all(isinstance(g0["memory"][k], int) for k in g0["memory"])

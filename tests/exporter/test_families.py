@@ -51,8 +51,10 @@ def test_gpu_metrics_use_dcgm_names_units_and_labels() -> None:
     used = {s.labels["gpu"]: s for s in metrics[n.FB_USED]}
     g0 = snap.gpu(0)
     assert used["0"].value == g0.memory.used_bytes / MIB           # MiB, as dcgm-exporter
-    assert used["0"].labels == {"gpu": "0", "UUID": g0.uuid, "device": "nvidia0",
-                                "modelName": g0.name, "Hostname": "node-1"}
+    assert used["0"].labels == {"gpu": "0", "UUID": g0.uuid, "pci_bus_id": "00000000:18:00.0",
+                                "device": "nvidia0", "modelName": g0.name,
+                                "hostname": "node-1",
+                                "DCGM_FI_DRIVER_VERSION": snap.backend.driver_version}
     total = {s.labels["gpu"]: s.value for s in metrics[n.GPU_TOTAL]}
     assert total["0"] == g0.memory.total_bytes
     util = {s.labels["gpu"]: s.value for s in metrics[n.GPU_UTIL]}
@@ -175,3 +177,40 @@ def test_the_readings_are_served_when_the_advisor_fails() -> None:
     assert state.advisor_failures == 1 and str(failures[0]) == "a rule broke"
     metrics = {m.name: m.samples for m in SnapshotCollector(state, "h").collect()}
     assert metrics[n.FB_USED]
+
+
+def test_dcgm_exporter_parity_names_units_and_what_is_left_out() -> None:
+    import dataclasses
+
+    snap = _snapshot([{"pid": 7, "gpu": 0, "name": "python", "memory": "10GiB",
+                       "gpu_util_percent": 90, "memory_busy_percent": 50}])
+    g0, g1 = snap.gpus
+    measured = dataclasses.replace(
+        g0, dram_active_percent=40.0, measured_bandwidth_bytes_per_s=0.4 * 2e12,
+        tensor_active_percent=30.0, graphics_active_percent=90.0, last_xid=79,
+        memory_temperature_c=51.0, encoder_util_percent=3.0, decoder_util_percent=0.0)
+    snap = dataclasses.replace(snap, gpus=(measured, g1))
+    metrics = _scrape(Families(snap, "node-1"))
+    by_gpu = {name: {s.labels["gpu"]: s.value for s in samples}
+              for name, samples in metrics.items()}
+    # ratios 0-1 as DCGM's profiling fields; GPUs without GPM have no series at all
+    assert by_gpu[n.DRAM_ACTIVE] == {"0": 0.4}
+    assert by_gpu[n.PIPE_TENSOR_ACTIVE] == {"0": 0.3}
+    assert by_gpu[n.GR_ENGINE_ACTIVE] == {"0": 0.9}
+    assert by_gpu[n.XID_ERRORS] == {"0": 79}
+    assert by_gpu[n.MEMORY_TEMP]["0"] == 51 and by_gpu[n.ENC_UTIL]["0"] == 3
+    assert by_gpu[n.GPU_MEASURED_BANDWIDTH] == {"0": 0.4 * 2e12}
+    assert by_gpu[n.GPU_ESTIMATED_BANDWIDTH] == {"0": g0.estimated_bandwidth_bytes_per_s}
+    # every DCGM name is one of dcgm-exporter's; the NVLink rates moved to gpuwatch's own
+    dcgm = {name for name in metrics if name.startswith("DCGM_")}
+    assert dcgm <= {*n.DCGM_METRICS, *n.DCGM_WRITE_ONLY}
+    # energy in mJ, as dcgm-exporter's counter (written as a gauge: see docs/cluster.md)
+    joules = dict(snap.energy_consumed_j)
+    assert joules[0] > 0 and by_gpu[n.TOTAL_ENERGY] == {
+        str(i): j * 1000 for i, j in joules.items()}
+    assert "DCGM_FI_PROF_NVLINK_TX_BYTES" not in metrics
+    assert n.GPU_NVLINK_TX in metrics
+    for sample in metrics[n.DRAM_ACTIVE]:
+        assert set(sample.labels) == set(n.GPU_LABELS)
+        assert sample.labels["pci_bus_id"] == g0.pci_bus_id and \
+            sample.labels["hostname"] == "node-1"

@@ -17,9 +17,11 @@ from prometheus_support import (
     REPO,
     SCRAPE_INTERVAL_S,
     StaticTarget,
+    free_port,
     have_prometheus,
     start_exporter,
     start_prometheus,
+    stopping,
     wait_for,
 )
 from sim_support import sim_backend
@@ -44,6 +46,9 @@ duration_s = 3600
 name = "NVIDIA H100 80GB HBM3"
 memory_total = "80GiB"
 memory_base = "500MiB"
+memory_bus_width_bits = 5120
+max_memory_clock_mhz = 2619
+gpm = true
 
 [[processes]]
 pid = 4242
@@ -52,6 +57,8 @@ name = "python"
 cmdline = ["python", "train.py"]
 user = "ann"
 memory = [[0, "1GiB"], [3600, "36GiB"]]
+gpu_util_percent = 80
+memory_busy_percent = 50
 """
 # What a plain dcgm-exporter with its default counters writes for one GPU (its labels,
 # its units: MiB, %, C, W; no processes, no reserved memory, no total)
@@ -164,7 +171,7 @@ def test_hosts_processes_and_fields_come_through(cluster) -> None:
     assert a.memory.total_bytes == 80 << 30
     assert a.power_limit_w is not None and a.temperature_c is not None
     assert len(by_host["node-c"]) == 2 and len(by_host["node-b"]) == 2
-    budgets = server.query('gpuwatch_process_budget_peak_bytes{Hostname="node-c"}')
+    budgets = server.query('gpuwatch_process_budget_peak_bytes{hostname="node-c"}')
     peak = json.loads(Path(server.data.parent / "estimate.json").read_text())["total_bytes"]
     assert {r["metric"]["pid"] for r in budgets} <= {"5100", "5200"} and budgets
     assert all(float(r["value"][1]) == peak for r in budgets)
@@ -189,7 +196,7 @@ def test_a_plain_dcgm_exporter_reads_with_unknowns_as_na(cluster) -> None:
 
 def test_match_selects_hosts_and_a_bad_regex_is_refused(cluster) -> None:
     server, _, _ = cluster
-    snap = PrometheusBackend(server.url, parse_selector('{Hostname=~"node-[ab]"}')).open().sample()
+    snap = PrometheusBackend(server.url, parse_selector('{hostname=~"node-[ab]"}')).open().sample()
     assert {g.name.split("/")[0] for g in snap.gpus} == {"node-a", "node-b"}
     env = {"PYTHONPATH": str(REPO)}
     result = subprocess.run([sys.executable, "-m", "gpuwatch", "snapshot", "--prometheus",
@@ -283,7 +290,7 @@ def test_the_documented_alert_rules_evaluate(cluster) -> None:
     for expr in exprs:
         server.query(expr)                  # a bad join or name: HTTP 400 here
     # the budget join finds the linked processes (both below 110 % of their budget)
-    below = server.query("gpuwatch_process_memory_used_bytes <= on (Hostname, gpu, pid) "
+    below = server.query("gpuwatch_process_memory_used_bytes <= on (hostname, gpu, pid) "
                          "group_left gpuwatch_process_budget_peak_bytes * 1.1")
     assert {r["metric"]["pid"] for r in below} <= {"5100", "5200"} and below
 
@@ -310,3 +317,40 @@ def test_a_target_that_dies_makes_its_host_unreachable(cluster) -> None:
     # the others carry on, with the indices they had
     assert [g.index for g in snap.gpus] == [g.index for g in before.gpus]
     assert all(g.state is GpuState.OK for g in snap.gpus if not g.name.startswith("node-c"))
+
+
+def test_a_gpm_gpu_shows_dram_active_with_dcgm_labels_and_reads_back_measured(cluster):
+    server, _, _ = cluster
+    (series,) = server.query('DCGM_FI_PROF_DRAM_ACTIVE{hostname="node-a"}')
+    labels = series["metric"]
+    assert labels["pci_bus_id"] == "00000000:18:00.0" and labels["gpu"] == "0"
+    assert labels["modelName"] == "NVIDIA H100 80GB HBM3" and "DCGM_FI_DRIVER_VERSION" in labels
+    assert float(series["value"][1]) == pytest.approx(0.4)       # 0.8 x 50 % busy
+    assert server.query("DCGM_FI_PROF_NVLINK_TX_BYTES") == []     # in neither list
+    snap = PrometheusBackend(server.url, parse_selector('{hostname="node-a"}')).open().sample()
+    (gpu,) = snap.gpus
+    assert gpu.pci_bus_id == "00000000:18:00.0"
+    assert gpu.dram_active_percent == pytest.approx(40)
+    assert gpu.measured_bandwidth_bytes_per_s == pytest.approx(
+        0.4 * gpu.peak_bandwidth_bytes_per_s)
+    assert gpu.measured_bandwidth_bytes_per_s < gpu.estimated_bandwidth_bytes_per_s
+
+
+def test_a_target_down_from_the_start_is_reported_from_the_first_snapshot(tmp_path):
+    exporter = start_exporter("node-up", "workstation", interval_s=SAMPLE_INTERVAL_S)
+    dead = free_port()                          # nothing listens there
+    server = start_prometheus(tmp_path, [f"127.0.0.1:{exporter.port}", f"127.0.0.1:{dead}"])
+    with stopping(exporter, server):
+        wait_for("one target up with GPUs, one down", lambda: (
+            server.query("DCGM_FI_DEV_FB_USED") and server.query("up == 0")))
+        done = subprocess.run([sys.executable, "-m", "gpuwatch", "snapshot", "--prometheus",
+                               server.url, "--json"], capture_output=True, text=True,
+                              timeout=120, cwd=REPO)
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr
+    doc = json.loads(done.stdout)
+    down = [g for g in doc["gpus"] if g["state"] == "error"]
+    assert len(down) == 1 and "unreachable" in down[0]["error"]
+    assert "up is 0" in down[0]["error"] and down[0]["name"].startswith("127.0.0.1")
+    assert {g["name"].split("/")[0] for g in doc["gpus"] if g["state"] == "ok"} == {"node-up"}
+    assert any("127.0.0.1" in w for w in doc["warnings"])

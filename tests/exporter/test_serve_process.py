@@ -69,6 +69,6 @@ def test_serve_speaks_openmetrics_when_asked() -> None:
 def test_serve_names_the_host_as_dcgm_exporter_does() -> None:
     exporter = start_exporter(None, "workstation", env={"NODE_NAME": "k8s-node-7"})
     try:
-        assert 'Hostname="k8s-node-7"' in exporter.metrics()
+        assert 'hostname="k8s-node-7"' in exporter.metrics()
     finally:
         exporter.stop()

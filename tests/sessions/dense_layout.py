@@ -28,10 +28,13 @@ ProcessKey = tuple[int, int, float | None]      # (gpu, pid, started at)
 
 
 def _create_version_1(path: Path) -> sqlite3.Connection:
+    """A version-1 file, with the measured-bandwidth column a file written today has (so
+    both layouts hold the same figures)."""
     conn = sqlite3.connect(path, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(schema.SCHEMA_V1)
+    conn.execute("ALTER TABLE gpu_sample ADD COLUMN measured_bandwidth_bytes_per_s REAL")
     conn.execute(f"PRAGMA application_id={schema.APPLICATION_ID}")
     conn.execute("PRAGMA user_version=1")
     conn.commit()
@@ -112,7 +115,8 @@ class DenseSessionWriter:
             gpu_rows.append((t, g.index, g.state.value, m.used_bytes, m.reserved_bytes,
                              m.total_bytes, g.gpu_util_percent, g.memory_busy_percent,
                              g.estimated_bandwidth_bytes_per_s, g.pcie_tx_bytes_per_s,
-                             g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w))
+                             g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w,
+                             g.measured_bandwidth_bytes_per_s))
             for p in g.processes:
                 key = (g.index, p.pid, p.started_at_s)
                 alive.add(key)
@@ -137,7 +141,7 @@ class DenseSessionWriter:
         for key in sorted(self._alive - alive, key=_by_key):    # (set order before)
             events.append((t, "process-ended", key[0], key[1], None))
         self._alive = alive
-        _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
+        _insert(conn, "INSERT INTO gpu_sample VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", gpu_rows)
         _insert(conn, "INSERT INTO process_sample VALUES (?,?,?)", sample_rows)
         if events:
             _insert(conn, "INSERT INTO event VALUES (?,?,?,?,?)", events)

@@ -677,8 +677,9 @@ def test_gpu_samples_csv_has_every_recorded_figure(session, tmp_path, capsys):
     rows = read_zip(tmp_path / "r.zip")["gpu_samples.csv"]
     header = rows[0]
     assert header[:3] == ["time_s", "gpu", "used_bytes"]
-    assert header[-5:] == ["state", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s",
-                           "temperature_c", "power_w"]
+    assert header[-6:] == ["state", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s",
+                           "temperature_c", "power_w", "measured_bandwidth_bytes_per_s"]
+    assert "estimated_bandwidth_bytes_per_s" in header     # the two told apart by name
     with sqlite3.connect(session) as c:
         stored = c.execute("SELECT state, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, "
                            "temperature_c, power_w FROM gpu_sample "

@@ -61,6 +61,7 @@ for i in range(pynvml.nvmlDeviceGetCount()):
         "pcie_tx_kib": pynvml.nvmlDeviceGetPcieThroughput(h, pynvml.NVML_PCIE_UTIL_TX_BYTES),
         "pcie_rx_kib": pynvml.nvmlDeviceGetPcieThroughput(h, pynvml.NVML_PCIE_UTIL_RX_BYTES),
         "mig": pynvml.nvmlDeviceGetMigMode(h)[0],
+        "pci_bus_id": pynvml.nvmlDeviceGetPciInfo(h).busId,
         "processes": procs,
     })
 print(json.dumps({"driver": pynvml.nvmlSystemGetDriverVersion(),

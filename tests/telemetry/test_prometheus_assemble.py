@@ -51,7 +51,7 @@ def test_dcgm_exporter_series_become_gpus_with_unknowns_as_none() -> None:
 def test_gpuwatch_series_add_processes_and_allocator_figures() -> None:
     base = gpu_series("n1", 0, 1024, job="gw", extra={
         n.GPU_TOTAL: 85899345920, n.GPU_READABLE: 1, n.GPU_PEAK_BANDWIDTH: 2e12,
-        n.MEM_COPY_UTIL: 40, n.SM_CLOCK: 1980, n.NVLINK_TX: 5e9})
+        n.MEM_COPY_UTIL: 40, n.SM_CLOCK: 1980, n.GPU_NVLINK_TX: 5e9})
     labels = {"job": "gw", "instance": "n1:9400", "gpu": "0", "UUID": "GPU-n1-0",
               "Hostname": "n1"}
     proc = {**labels, "pid": "4242", "name": "python", "user": "ann", "container": ""}
@@ -153,14 +153,21 @@ def test_the_advisor_runs_on_the_series_and_an_unreachable_host_is_no_oom() -> N
 
 
 _series = st.builds(
-    lambda metric, job, host, gpu, pid, value: Series(
-        {"__name__": metric, "job": job, "instance": f"{host}:9400", "Hostname": host,
+    lambda metric, job, host, gpu, pid, value, spelling, port: Series(
+        {"__name__": metric, "job": job, "instance": f"{host}:{port}", spelling: host,
          **({"gpu": gpu} if gpu is not None else {}), **({"pid": pid} if pid else {})},
         1.0, value),
     st.sampled_from((n.UP, *n.READ_METRICS)), st.sampled_from(["gw", "dcgm"]),
     st.sampled_from(["a", "b", "c"]), st.none() | st.sampled_from(["0", "1", "x"]),
     st.none() | st.sampled_from(["1", "42", "other", "-3", "99999999999"]),
-    st.none() | st.floats(-1e12, 1e15, allow_nan=False))
+    st.none() | st.floats(-1e12, 1e15, allow_nan=False),
+    st.sampled_from(["Hostname", "hostname"]), st.sampled_from([9400, 9401]))
+
+
+def _host(name: str) -> str:
+    """The host a GPU's name starts with, without the instance that tells two exporters
+    on one host apart (added when the second one is seen)."""
+    return name.partition(" · ")[0].partition("/")[0].partition(" [")[0]
 
 
 @given(st.lists(st.lists(_series, max_size=25), min_size=1, max_size=4))
@@ -171,9 +178,16 @@ def test_any_series_make_gpus_that_keep_their_index(ticks: list[list[Series]]) -
         gpus, probes, _ = assembler.build(series, float(t))
         assert [g.index for g in gpus] == list(range(len(gpus)))   # none dropped
         for g in gpus:
-            assert names.setdefault(g.index, g.name) == g.name     # a row stays its GPU
-            for value in (g.memory.used_bytes, g.memory.free_bytes, g.memory.total_bytes):
+            # a row stays its host's (an exporter down from the start holds a row that its
+            # first GPU takes when it answers)
+            assert _host(names.setdefault(g.index, g.name)) == _host(g.name)
+            for value in (g.memory.used_bytes, g.memory.free_bytes, g.memory.total_bytes,
+                          g.measured_bandwidth_bytes_per_s):
                 assert value is None or value >= 0          # negative readings: unknown
+            for percent in (g.dram_active_percent, g.tensor_active_percent,
+                            g.graphics_active_percent):     # DCGM ratios outside 0-1: unknown
+                assert percent is None or 0 <= percent <= 100
+            assert g.last_xid is None or (type(g.last_xid) is int and g.last_xid >= 1)
             assert all(p.pid > 0 for p in g.processes)
         assert all(p.pid > 0 for p in probes)
 

@@ -73,7 +73,7 @@ def test_serve_exports_what_the_driver_says(fake_driver, spawn) -> None:
                 if line.startswith("gpuwatch_process_memory_used_bytes{")}
         listed = {str(p) for g in gpus for kind in g["processes"].values() for p, _ in kind}
         assert pids == listed and str(sleeper.pid) in pids
-        assert 'Hostname="fake-node"' in text
+        assert 'hostname="fake-node"' in text
     finally:
         server.terminate()
         assert server.wait(20) == 0

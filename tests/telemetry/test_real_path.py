@@ -74,12 +74,24 @@ def test_snapshot_json_carries_every_field_the_driver_and_the_host_give(fake_dri
         assert r["total"] == total and r["reserved"] > 0
         assert r["used"] + r["free"] + r["reserved"] == total
         assert g["utilization"] == {"gpu_percent": float(r["util_gpu"]),
-                                    "memory_busy_percent": float(r["util_memory"])}
+                                    "memory_busy_percent": float(r["util_memory"]),
+                                    # GPM needs two samples: one snapshot has none
+                                    "graphics_active_percent": None,
+                                    "sm_active_percent": None, "tensor_active_percent": None,
+                                    "encoder_percent": 0.0, "decoder_percent": 0.0}
+        assert g["pci_bus_id"] == r["pci_bus_id"] == f"00000000:{0x18 + 0x10 * index:02X}:00.0"
+        assert g["memory_temperature_c"] == float(r["temperature_c"] + 4)
+        # the fake driver's energy: (300 W + 0.5 W per % of load) x its frozen clock, in mJ
+        assert g["energy_consumed_j"] == int(
+            (300.0 + 0.5 * r["util_gpu"]) * FROZEN["time"] * 1000.0) / 1000
+        assert g["last_xid"] is None
         peak = r["bus_width_bits"] / 8 * r["max_memory_clock_mhz"] * 1e6 * 2
         assert peak == 5120 / 8 * 2619e6 * 2                      # 3.35 TB/s, as an H100
         assert g["bandwidth"] == {"peak_bytes_per_s": round(peak),
                                   "estimated_bytes_per_s": round(r["util_memory"] / 100 * peak),
-                                  "estimate_method": "memory busy % x peak"}
+                                  "estimate_method": "memory busy % x peak",
+                                  "measured_bytes_per_s": None, "dram_active_percent": None,
+                                  "measure_method": "GPM DRAM bandwidth utilisation x peak"}
         assert g["pcie"] == {"tx_bytes_per_s": r["pcie_tx_kib"] * 1024,
                              "rx_bytes_per_s": r["pcie_rx_kib"] * 1024}
         assert g["nvlink"] == {"tx_bytes_per_s": None, "rx_bytes_per_s": None}  # no links
@@ -294,3 +306,13 @@ def test_no_driver_library_is_a_plain_message(fake_driver):
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "--demo" in done.stderr
+
+
+def test_record_for_a_duration_takes_one_sample_more_than_intervals(fake_driver):
+    """Samples at the start and every interval up to the end, both ends included: the
+    same count as a simulated run, however long the sampler thread took to start."""
+    done = fake_driver.run(["record", "--no-save", "--interval", "0.25", "--duration", "1"],
+                           gpus=1, procs=0)
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout.splitlines()[-1]
+    assert summary.startswith("Recorded 5 samples over 1"), summary

@@ -76,3 +76,20 @@ def test_interval_below_the_minimum_is_refused(interval):
     backend = sim_backend(make_scenario())
     with pytest.raises(ValueError, match="at least"):
         Sampler(backend, interval, lambda s: None)
+
+
+@pytest.mark.parametrize("late_s", [0.0, 0.03, 0.5, 2.2])
+def test_a_run_counts_its_ticks_from_the_callers_start(late_s):
+    """A run of D seconds every I seconds takes D / I + 1 samples, however late the thread
+    starts after the caller took its start time (as `record --duration` does): the ticks
+    fall at the start + k I, the last at the start + D. Ticks already past when the
+    thread starts are skipped, not taken late."""
+    backend = sim_backend(make_scenario(), at_s=late_s).open()
+    got, done = [], threading.Event()
+    Sampler(backend, 1.0, got.append, until_elapsed_s=5.0, on_finished=done.set,
+            start_elapsed_s=0.0).start()
+    assert done.wait(30)
+    backend.close()
+    stamps = [s.timestamp_s - got[0].timestamp_s + late_s for s in got]
+    assert stamps[-1] == pytest.approx(5.0, abs=1e-3)
+    assert len(got) == 6 - int(late_s)

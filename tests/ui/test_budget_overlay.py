@@ -98,3 +98,24 @@ def test_the_budget_form_follows_the_usual_precision_of_its_mode(make_window) ->
     budget.precision.setCurrentText("fp32")        # the user's choice stays
     budget.mode.setCurrentText("infer")
     assert budget.precision.currentText() == "fp32"
+
+
+def test_a_budget_the_source_reports_fills_the_budget_column(make_window, scenario) -> None:
+    """Over Prometheus, budgets linked on the exporter (`serve --budget`) come with the
+    snapshot; a link made in this window wins for its process."""
+    import dataclasses
+
+    from gpuwatch.core.snapshot import BudgetPeak
+
+    window = make_window()
+    backend = scenario("fragmentation")
+    snap = feed(window, backend, [890])
+    window.on_snapshot(dataclasses.replace(snap, budget_peaks=(BudgetPeak(*KEY, 7 << 30),)))
+    assert window.processes.model.budget(KEY) == 7 << 30
+    window.link_process(KEY, FRAG)
+    window.on_snapshot(dataclasses.replace(snap, budget_peaks=(BudgetPeak(*KEY, 7 << 30),)))
+    assert window.processes.model.budget(KEY) == predict(FRAG).total_bytes
+    window.on_snapshot(snap)
+    window.unlink_process(KEY)
+    window.on_snapshot(snap)
+    assert window.processes.model.budget(KEY) is None

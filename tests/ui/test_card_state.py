@@ -130,3 +130,11 @@ def test_bandwidth_without_a_known_peak_says_so_instead_of_two_unknowns() -> Non
     known = GpuSample(0, None, "A100", GpuState.OK, MemoryInfo(1, 0, 1, 0),
                       peak_bandwidth_bytes_per_s=2e12, estimated_bandwidth_bytes_per_s=1e12)
     assert metric_texts(known)[1].startswith("≈ 1.0 TB/s est. of 2.0 TB/s")
+
+
+def test_a_measured_bandwidth_is_shown_as_measured_beside_the_estimate() -> None:
+    g = GpuSample(0, None, "H100", GpuState.OK, MemoryInfo(1, 0, 1, 0),
+                  peak_bandwidth_bytes_per_s=3e12, estimated_bandwidth_bytes_per_s=2e12,
+                  measured_bandwidth_bytes_per_s=1.5e12, dram_active_percent=50)
+    assert metric_texts(g)[1] == "1.5 TB/s measured (≈ 2.0 TB/s est.) of 3.0 TB/s"
+    assert metric_texts(g, compact=True)[1] == "1.5 TB/s meas."

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import operator
 import socket
 import types
 from typing import Any
@@ -15,8 +14,6 @@ from gpuwatch.core.snapshot import (
     BackendKind,
     GpuSample,
     GpuState,
-    HostStatus,
-    ProcessSample,
     Snapshot,
 )
 from gpuwatch.telemetry.clock import Clock, WallClock
@@ -28,11 +25,16 @@ from gpuwatch.telemetry.nvml.readings import (
     describe_error,
     gpu_lost,
     nvlink_count,
+    open_gpm,
     optional,
+    read_energy,
+    read_engines,
     read_memory,
     read_nvlink,
+    read_pci_bus_id,
     read_pcie,
 )
+from gpuwatch.telemetry.nvml.samples import gpu_processes, gpu_sample
 from gpuwatch.telemetry.nvml.translate import (
     EMPTY_MEMORY,
     INIT_FAILURES,
@@ -40,6 +42,7 @@ from gpuwatch.telemetry.nvml.translate import (
     GpuLost,
     text,
 )
+from gpuwatch.telemetry.nvml.xid import XidWatch
 from gpuwatch.telemetry.pcie import PciePoller, PcieReading
 from gpuwatch.telemetry.probes import ProbeSource
 
@@ -77,6 +80,7 @@ class NvmlBackend:
         self._pcie_interval_s = pcie_interval_s
         self._pcie_resting = False
         self._process_lists = ProcessLists(lib)
+        self._xids: XidWatch | None = None
         # GPU index -> (its attachment, why): lost as the PCIe thread found it
         self._pcie_lost: dict[int, tuple[int, str]] = {}
         self.info = BackendInfo(kind=kind, scenario=scenario)
@@ -107,6 +111,7 @@ class NvmlBackend:
             hostname=socket.gethostname(),
         )
         self._devices = [Device(i) for i in range(count)]
+        self._xids = XidWatch(lib)
         for dev in self._devices:
             self._attach(dev)
         if self._pcie_thread:
@@ -143,6 +148,13 @@ class NvmlBackend:
         close_host = getattr(self._host, "close", None)
         if close_host is not None:
             close_host()
+        for dev in self._devices:
+            if dev.gpm is not None:
+                dev.gpm.close()
+                dev.gpm = None
+        if self._xids is not None:
+            self._xids.close()
+            self._xids = None
         if self._open:
             self._open = False
             with contextlib.suppress(pynvml.NVMLError):
@@ -189,6 +201,8 @@ class NvmlBackend:
             limit_mw = optional(lib.nvmlDeviceGetEnforcedPowerLimit, handle)
             mig = optional(lib.nvmlDeviceGetMigMode, handle)
             links = nvlink_count(lib, handle)
+            bus_id = read_pci_bus_id(lib, handle)
+            gpm = open_gpm(lib, handle)
         except GpuLost as exc:
             self._mark_lost(dev, str(exc))
             return False
@@ -201,14 +215,22 @@ class NvmlBackend:
         dev.power_limit_w = limit_mw / 1000 if limit_mw is not None else None
         dev.mig_enabled = bool(mig[0]) if mig is not None else None
         dev.nvlink_links = links
+        dev.pci_bus_id = bus_id
+        dev.gpm = gpm
+        dev.unsupported = set()
         dev.lost_reason = None
         dev.generation += 1
+        if self._xids is not None:
+            self._xids.watch(dev.index, handle)
         return True
 
     def _mark_lost(self, dev: Device, reason: str, *, lost: bool = True) -> None:
         """No handle until a retry; ``lost`` False: unusable for a reason NVML does not
         call lost (the state is then ``error``)."""
         dev.handle = None
+        if dev.gpm is not None:
+            dev.gpm.close()
+            dev.gpm = None
         dev.lost_reason = reason
         dev.lost = lost
         dev.nvlink_last = None
@@ -233,6 +255,9 @@ class NvmlBackend:
     def sample(self) -> Snapshot:
         """Read every GPU once. Never raises for a single GPU's trouble."""
         timestamp = self.clock.now_s()
+        xids = self._xids
+        if xids is not None:
+            xids.poll()
         elapsed = self.clock.elapsed_s()
         readings: list[tuple[Device, dict[str, Any] | None, dict[int, tuple], str | None]] = []
         for dev in self._devices:
@@ -265,11 +290,12 @@ class NvmlBackend:
                 gpus.append(GpuSample(index=dev.index, uuid=dev.uuid, name=dev.name,
                                       state=GpuState.LOST if dev.lost else GpuState.ERROR,
                                       memory=EMPTY_MEMORY, error=dev.lost_reason,
+                                      last_xid=xids.last.get(dev.index) if xids else None,
                                       processes_error=UNREAD_GPU))
                 continue
-            processes, gpu_hidden = _gpu_processes(dev, procs, host, isolated)
+            processes, gpu_hidden = gpu_processes(dev, procs, host, isolated)
             hidden += gpu_hidden
-            gpus.append(_gpu_sample(dev, fields, processes, procs_error))
+            gpus.append(gpu_sample(dev, fields, processes, procs_error))
         probes = self._read_probes(pids, host) if pids and self._probes is not None else ()
         warnings: tuple[str, ...] = ()
         if not self._devices:
@@ -280,7 +306,10 @@ class NvmlBackend:
                 f"{hidden} of {len(pids)} pids reported by NVML are not visible here. "
                 "Run the container with --pid=host to see their names and users.",
             )
-        return Snapshot(timestamp, self.info, tuple(gpus), warnings, probes)
+        energy = tuple((dev.index, dev.energy_j) for dev, fields, _, _ in readings
+                       if fields is not None and dev.energy_j is not None)
+        return Snapshot(timestamp, self.info, tuple(gpus), warnings, probes,
+                        energy_consumed_j=energy)
 
     def _read_probes(self, pids: set[int], host: dict[int, HostProcess]) -> tuple:
         """Probe reports of listed processes, not older than the process (pid reuse)."""
@@ -326,65 +355,9 @@ class NvmlBackend:
             "graphics_clock_mhz": opt(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_GRAPHICS),
             "memory_clock_mhz": opt(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM),
             "mig_enabled": dev.mig_enabled,
+            "pci_bus_id": dev.pci_bus_id,
+            **read_engines(lib, dev, peak),
+            "last_xid": self._xids.last.get(dev.index) if self._xids is not None else None,
         }
+        dev.energy_j = read_energy(lib, dev)
         return (fields, *self._process_lists.read(dev))
-
-
-_new_tuple = tuple.__new__
-_USED_BYTES = operator.itemgetter(2)     # ProcessSample.used_bytes
-
-
-def _gpu_processes(dev: Device, procs: dict[int, tuple], host: dict[int, HostProcess],
-                   isolated: bool) -> tuple[tuple[ProcessSample, ...], int]:
-    """(The GPU's processes, most memory first; how many are hidden by a PID namespace).
-
-    The same lists and host answers as last tick (the same objects: neither changes
-    them) give the same tuple."""
-    seen = dev.processes_seen
-    if seen is not None and seen[0] is procs and seen[1] is host and seen[2] == isolated:
-        return seen[3], seen[4]
-    index, found = dev.index, HostStatus.FOUND
-    processes = []
-    hidden = 0
-    unknown = False      # a process whose memory the driver does not give
-    for pid, (used, kind) in procs.items():
-        if used is None:
-            unknown = True
-        d = host.get(pid)
-        if d is not None:
-            # Built as a plain tuple: this runs for every process on every tick.
-            processes.append(_new_tuple(ProcessSample, (
-                pid, index, used, kind, d.name, d.cmdline, d.user, d.container,
-                d.cpu_percent, d.rss_bytes, d.started_at_s, True, found)))
-        elif isolated:   # NVML's host pid is invisible from this PID namespace
-            hidden += 1
-            processes.append(ProcessSample(pid, index, used, kind, resolved=False,
-                                           host_status=HostStatus.HIDDEN))
-        else:   # gone from the host (ended, or a zombie), yet the driver lists it
-            processes.append(ProcessSample(pid, index, used, kind, resolved=False,
-                                           host_status=HostStatus.EXITED))
-    # Most memory first, ties in NVML's order (both sorts are stable, reverse too).
-    if unknown:
-        processes.sort(key=_most_memory_first)
-    else:
-        processes.sort(key=_USED_BYTES, reverse=True)
-    result = tuple(processes)
-    dev.processes_seen = (procs, host, isolated, result, hidden)
-    return result, hidden
-
-
-def _most_memory_first(p: ProcessSample) -> int:
-    return -(p[2] or 0)
-
-
-def _gpu_sample(dev: Device, fields: dict[str, Any], processes: tuple,
-                processes_error: str | None) -> GpuSample:
-    """The GpuSample of these readings: the last one again when nothing changed (a
-    GpuSample is immutable, and making one costs more than comparing the readings)."""
-    seen = dev.sample_seen
-    if (seen is not None and seen[1] is processes and seen[2] == processes_error
-            and seen[0] == fields):
-        return seen[3]
-    sample = GpuSample(**fields, processes=processes, processes_error=processes_error)
-    dev.sample_seen = (fields, processes, processes_error, sample)
-    return sample

@@ -13,6 +13,7 @@ import pynvml
 
 from gpuwatch.core.snapshot import MemoryInfo
 from gpuwatch.telemetry.nvml import codes
+from gpuwatch.telemetry.nvml.gpm import NO_FIGURES, GpmReader
 from gpuwatch.telemetry.nvml.translate import EMPTY_MEMORY, LOST_CODES, GpuLost
 from gpuwatch.telemetry.pcie import PcieReading
 
@@ -67,6 +68,10 @@ class Device:
     processes_seen: tuple | None = None
     sample_seen: tuple | None = None
     memory_seen: tuple | None = None
+    pci_bus_id: str | None = None
+    gpm: GpmReader | None = None        # the GPU's performance monitor, where it has one
+    unsupported: set[str] = field(default_factory=set)   # calls it answered NOT_SUPPORTED
+    energy_j: float | None = None       # the last tick's energy counter reading
 
 
 def gpu_lost(exc: pynvml.NVMLError) -> GpuLost:
@@ -184,3 +189,81 @@ def read_nvlink(lib: Any, dev: Device, now_s: float) -> tuple[float | None, floa
         return None, None          # a rate needs two readings
     dt = now_s - last[0]
     return max(0.0, (tx - last[1]) * 1024 / dt), max(0.0, (rx - last[2]) * 1024 / dt)
+
+
+_MEMORY_TEMP = [pynvml.NVML_FI_DEV_MEMORY_TEMP]
+_NOT_THERE = frozenset({codes.NOT_SUPPORTED, codes.FUNCTION_NOT_FOUND})
+
+
+def _supported(dev: Device, key: str, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, None when failing; a call the GPU does not support is not made
+    again until the GPU is attached anew (most GPUs lack one or two of these)."""
+    if key in dev.unsupported:
+        return None
+    try:
+        return fn(*args)
+    except pynvml.NVMLError as exc:
+        if exc.value in LOST_CODES:
+            raise gpu_lost(exc) from None
+        if exc.value in _NOT_THERE:
+            dev.unsupported.add(key)
+        return None
+    except (AttributeError, *codes.LIBRARY_MISMATCH):    # an older binding
+        dev.unsupported.add(key)
+        return None
+
+
+def read_engines(lib: Any, dev: Device, peak: float | None) -> dict[str, Any]:
+    """The GPM figures (measured bandwidth, engine activity), encoder and decoder
+    utilisation and memory temperature: GpuSample fields by name."""
+    h = dev.handle
+    try:
+        gpm = dev.gpm.read() if dev.gpm is not None else NO_FIGURES
+    except pynvml.NVMLError as exc:      # only a lost GPU's answers come out
+        raise gpu_lost(exc) from None
+    dram = gpm.dram_active_percent
+    enc = _supported(dev, "enc", lib.nvmlDeviceGetEncoderUtilization, h)
+    dec = _supported(dev, "dec", lib.nvmlDeviceGetDecoderUtilization, h)
+    temps = _supported(dev, "memtemp", lib.nvmlDeviceGetFieldValues, h, _MEMORY_TEMP)
+    memory_temp = None
+    if temps and temps[0].nvmlReturn == pynvml.NVML_SUCCESS:
+        memory_temp = float(temps[0].value.uiVal)
+        if not 0 < memory_temp < 200:      # 0 on GPUs without the sensor
+            memory_temp = None
+    elif temps:
+        dev.unsupported.add("memtemp")
+    return {
+        "dram_active_percent": dram,
+        "measured_bandwidth_bytes_per_s": dram / 100 * peak if dram is not None and peak
+        else None,
+        "graphics_active_percent": gpm.graphics_active_percent,
+        "sm_active_percent": gpm.sm_active_percent,
+        "tensor_active_percent": gpm.tensor_active_percent,
+        "encoder_util_percent": float(enc[0]) if enc else None,
+        "decoder_util_percent": float(dec[0]) if dec else None,
+        "memory_temperature_c": memory_temp,
+    }
+
+
+def read_energy(lib: Any, dev: Device) -> float | None:
+    """Energy the GPU used since the driver loaded, in J (NVML counts mJ; Volta on)."""
+    mj = _supported(dev, "energy", lib.nvmlDeviceGetTotalEnergyConsumption, dev.handle)
+    return mj / 1000 if mj is not None else None
+
+
+def read_pci_bus_id(lib: Any, handle: Any) -> str | None:
+    """The GPU's PCI address as NVML writes it ("00000000:18:00.0"); None if unknown."""
+    info = optional(lib.nvmlDeviceGetPciInfo, handle)
+    if info is None:
+        return None
+    bus_id = info.busId
+    bus_id = bus_id.decode(errors="replace") if isinstance(bus_id, bytes) else str(bus_id)
+    return bus_id if bus_id.isprintable() and 0 < len(bus_id) <= 32 else None
+
+
+def open_gpm(lib: Any, handle: Any) -> GpmReader | None:
+    """The GPU's GPM reader where it has GPM; raises GpuLost when the GPU is lost."""
+    try:
+        return GpmReader.open(lib, handle)
+    except pynvml.NVMLError as exc:
+        raise gpu_lost(exc) from None

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from gpuwatch.core.probe_format import AllocatorFacts, ProbeReport
 from gpuwatch.core.safe_text import clip
-from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo, ProcessSample
+from gpuwatch.core.snapshot import BudgetPeak, GpuSample, GpuState, MemoryInfo, ProcessSample
 from gpuwatch.core.units import MAX_SIZE_BYTES
 from gpuwatch.telemetry.prometheus import names as n
 from gpuwatch.telemetry.prometheus.response import Series
@@ -47,21 +47,26 @@ class Known(NamedTuple):
     uuid: str | None
 
 
+def _host_label(labels: dict[str, str]) -> str | None:
+    """dcgm-exporter's host label: ``hostname`` now, ``Hostname`` before (both read)."""
+    return labels.get(n.HOSTNAME) or labels.get(n.OLD_HOSTNAME)
+
+
 def target_of(labels: dict[str, str]) -> str:
-    instance = labels.get(n.INSTANCE) or labels.get(n.HOSTNAME) or "?"
+    instance = labels.get(n.INSTANCE) or _host_label(labels) or "?"
     return f"{labels.get(n.JOB, '')}/{instance}"
 
 
+def _instance_host(instance: str) -> str:
+    if instance.startswith("["):                      # [::1]:9400
+        return instance[1:].partition("]")[0]
+    return instance.rpartition(":")[0] if instance.count(":") == 1 else instance
+
+
 def host_of(labels: dict[str, str]) -> str:
-    """The host a series is from: dcgm-exporter's Hostname label, else the instance's host.
+    """The host a series is from: dcgm-exporter's host label, else the instance's host.
     Labels are anyone's text: controls are shown escaped and the name is clipped."""
-    host = labels.get(n.HOSTNAME)
-    if not host:
-        instance = labels.get(n.INSTANCE, "")
-        if instance.startswith("["):                      # [::1]:9400
-            host = instance[1:].partition("]")[0]
-        else:
-            host = instance.rpartition(":")[0] if instance.count(":") == 1 else instance
+    host = _host_label(labels) or _instance_host(labels.get(n.INSTANCE, ""))
     return _shown(host) or "?"
 
 
@@ -89,6 +94,8 @@ class _Target:
         self.gpus: dict[str, dict[str, Series]] = defaultdict(dict)
         self.processes: dict[str, list[Series]] = defaultdict(list)
         self.allocator: dict[str, dict[str, Series]] = defaultdict(dict)
+        self.budgets: dict[tuple[str, str], float] = {}   # (gpu, pid) -> predicted peak
+        self.job = ""
         self.gpuwatch = False            # a gpuwatch exporter (reports processes)
         self.host: str | None = None
 
@@ -99,23 +106,32 @@ def _by_target(series: Iterable[Series]) -> dict[str, _Target]:
         labels = s.labels
         metric = labels.get("__name__", "")
         t = targets[target_of(labels)]
+        t.job = labels.get(n.JOB, "")
         if metric == n.UP:
             t.up = s.value
+            if t.host is None:
+                t.host = host_of(labels)
             continue
         gpu = labels.get(n.GPU)
         if gpu is None:
             continue
-        if t.host is None or labels.get(n.HOSTNAME):
+        if t.host is None or _host_label(labels):
             t.host = host_of(labels)
         if metric.startswith(n.PREFIX):
             t.gpuwatch = True
         if metric == n.PROCESS_USED:
             t.processes[gpu].append(s)
+        elif metric == n.PROCESS_BUDGET:
+            if s.value is not None and s.value > 0:
+                t.budgets[(gpu, labels.get("pid", ""))] = s.value
         elif metric in _ALLOCATOR:
             t.allocator[labels.get("pid", "")][metric] = s
         else:
             t.gpus[gpu].setdefault(metric, s)
     return targets
+
+
+UNSEEN_GPU = "?"        # the GPU key of a target down before any of its GPUs was seen
 
 
 class Assembler:
@@ -124,6 +140,8 @@ class Assembler:
     def __init__(self) -> None:
         self._known: dict[GpuKey, Known] = {}
         self._next_index = 0          # indices are never reused, even after forget()
+        self._gpu_jobs: set[str] = set()     # jobs whose targets export GPU series
+        self.budget_peaks: tuple[BudgetPeak, ...] = ()   # of the last build
 
     def forget(self, keys: Iterable[GpuKey]) -> None:
         """Stop listing these GPUs (gone for long): the next build leaves them out."""
@@ -140,6 +158,7 @@ class Assembler:
         self._learn(targets)
         samples: list[GpuSample] = []
         unreachable: set[str] = set()
+        budgets: list[BudgetPeak] = []
         for key, known in self._known.items():
             t = targets.get(key.target)
             fields = t.gpus.get(key.gpu) if t is not None else None
@@ -159,7 +178,9 @@ class Assembler:
                     processes_error="the GPU could not be read"))
             else:
                 samples.append(self._gpu(known, fields, t, key.gpu))
+                budgets += _budgets(t, key.gpu, known.index)
         samples.sort(key=lambda g: g.index)
+        self.budget_peaks = tuple(budgets)
         probes = _probes(targets, now_s)
         warnings: tuple[str, ...] = ()
         if unreachable:
@@ -168,6 +189,10 @@ class Assembler:
                         f"(no current series in Prometheus): {', '.join(hosts)}",)
         return tuple(samples), probes, warnings
 
+    def down_targets(self, series: Iterable[Series]) -> list[str]:
+        """The targets of ``series`` whose scrape fails (up is 0), as ``job/instance``."""
+        return sorted(target for target, t in _by_target(series).items() if t.up == 0)
+
     def unreadable(self, reason: str) -> tuple[GpuSample, ...]:
         """Every GPU seen so far, in ``error`` for ``reason`` (the server itself is gone)."""
         return tuple(GpuSample(k.index, k.uuid, k.name, GpuState.ERROR, UNKNOWN_MEMORY,
@@ -175,20 +200,60 @@ class Assembler:
                      for k in sorted(self._known.values()))
 
     def _learn(self, targets: dict[str, _Target]) -> None:
-        """Index the GPUs seen for the first time, host by host, by index on the host."""
-        new: list[tuple[str, str, GpuKey, dict[str, Series]]] = []
+        """Index the GPUs seen for the first time, host by host and exporter by exporter,
+        by index on the host. A target down before any of its GPUs was seen (in a job
+        whose other targets export GPUs) holds a place, in ``error``, from the first
+        tick; its first GPU takes that place when it answers."""
+        for t in targets.values():
+            if t.gpus:
+                self._gpu_jobs.add(t.job)
+        new: list[tuple[str, str, str, GpuKey, dict[str, Series] | None]] = []
         for target, t in targets.items():
             for gpu, fields in t.gpus.items():
                 key = GpuKey(target, gpu)
                 if key not in self._known:                      # "2" before "10"
-                    new.append((t.host or "?", gpu.zfill(12), key, fields))
-        for host, _, key, fields in sorted(new, key=lambda item: item[:2]):
-            gpu = key.gpu
+                    new.append((t.host or "?", target, gpu.zfill(12), key, fields))
+            placeholder = GpuKey(target, UNSEEN_GPU)
+            if (t.up == 0 and not t.gpus and t.job in self._gpu_jobs
+                    and not any(k.target == target for k in self._known)):
+                new.append((t.host or "?", target, "", placeholder, None))
+        free: dict[str, int] = {}      # target -> the index its placeholder held
+        for host, target, _, key, fields in sorted(new, key=lambda item: item[:3]):
+            held = self._known.get(GpuKey(target, UNSEEN_GPU))
+            if fields is not None and held is not None:
+                del self._known[GpuKey(target, UNSEEN_GPU)]
+                free[target] = held.index
+            index = free.pop(target, None)
+            if index is None:                 # never reused, even after forget()
+                index = self._next_index
+                self._next_index += 1
+            if fields is None:
+                self._known[key] = Known(index, host, f"{host} · exporter down", None)
+                continue
             labels = next(iter(fields.values())).labels
             model = _shown(labels.get(n.MODEL, "").removeprefix("NVIDIA ")) or "GPU"
-            self._known[key] = Known(self._next_index, host, f"{host}/{gpu} · {model}",
+            self._known[key] = Known(index, host, f"{host}/{key.gpu} · {model}",
                                      labels.get(n.UUID) or None)
-            self._next_index += 1
+        if new:
+            self._tell_apart(targets)
+
+    def _tell_apart(self, targets: dict[str, _Target]) -> None:
+        """Two exporters on one host (two jobs, or two ports): name each GPU with its
+        instance, so ``vm/0`` of one is not taken for ``vm/0`` of the other."""
+        by_host: dict[str, set[str]] = defaultdict(set)
+        for key, known in self._known.items():
+            by_host[known.host.partition(" [")[0]].add(key.target)
+        for key, known in list(self._known.items()):
+            host = known.host.partition(" [")[0]
+            if len(by_host[host]) < 2 or known.host != host:
+                continue
+            instances = [target.partition("/")[2] for target in by_host[host]]
+            instance = key.target.partition("/")[2]
+            # the instance tells them apart, unless two jobs scrape the same one
+            which = instance if instances.count(instance) == 1 else key.target
+            shown = _shown(f"{host} [{which}]")
+            self._known[key] = known._replace(host=shown,
+                                              name=shown + known.name[len(host):])
 
     def _gpu(self, known: Known, fields: dict[str, Series], t: _Target, gpu: str) -> GpuSample:
         def v(metric: str) -> float | None:
@@ -204,6 +269,11 @@ class Assembler:
             key=lambda p: -(p.used_bytes or 0)))
         busy, peak = _percent(v(n.MEM_COPY_UTIL)), _percent(v(n.GPU_PEAK_BANDWIDTH))
         sm_clock, mem_clock = _percent(v(n.SM_CLOCK)), _percent(v(n.MEM_CLOCK))
+        dram = _share(v(n.DRAM_ACTIVE))
+        measured = _percent(v(n.GPU_MEASURED_BANDWIDTH))
+        if measured is None and dram is not None and peak is not None:
+            measured = dram / 100 * peak
+        labels = next(iter(fields.values())).labels
         return GpuSample(
             known.index, known.uuid, known.name, GpuState.OK,
             MemoryInfo(total, used, free, reserved),
@@ -215,14 +285,46 @@ class Assembler:
                                              and peak is not None else None),
             pcie_tx_bytes_per_s=_percent(v(n.PCIE_TX)),
             pcie_rx_bytes_per_s=_percent(v(n.PCIE_RX)),
-            nvlink_tx_bytes_per_s=_percent(v(n.NVLINK_TX)),
-            nvlink_rx_bytes_per_s=_percent(v(n.NVLINK_RX)),
+            nvlink_tx_bytes_per_s=_first(v(n.GPU_NVLINK_TX), v(n.OLD_NVLINK_TX)),
+            nvlink_rx_bytes_per_s=_first(v(n.GPU_NVLINK_RX), v(n.OLD_NVLINK_RX)),
             temperature_c=v(n.GPU_TEMP), power_w=_percent(v(n.POWER_USAGE)),
             power_limit_w=_percent(v(n.GPU_POWER_LIMIT)),
             graphics_clock_mhz=None if sm_clock is None else round(sm_clock),
             memory_clock_mhz=None if mem_clock is None else round(mem_clock),
             processes=processes,
-            processes_error=None if t.gpuwatch else NO_PROCESSES)
+            processes_error=None if t.gpuwatch else NO_PROCESSES,
+            pci_bus_id=_shown(labels.get(n.PCI_BUS_ID, "")) or None,
+            dram_active_percent=dram,
+            measured_bandwidth_bytes_per_s=measured,
+            graphics_active_percent=_share(v(n.GR_ENGINE_ACTIVE)),
+            tensor_active_percent=_share(v(n.PIPE_TENSOR_ACTIVE)),
+            encoder_util_percent=_percent(v(n.ENC_UTIL)),
+            decoder_util_percent=_percent(v(n.DEC_UTIL)),
+            memory_temperature_c=v(n.MEMORY_TEMP),
+            last_xid=_xid(v(n.XID_ERRORS)))
+
+
+def _first(*values: float | None) -> float | None:
+    return next((_percent(v) for v in values if v is not None), None)
+
+
+def _xid(value: float | None) -> int | None:
+    """An XID code: a whole number from 1 (DCGM writes nothing, or 0, without one)."""
+    if value is None or not 1 <= value < 1 << 32 or value != int(value):
+        return None
+    return int(value)
+
+
+def _share(ratio: float | None) -> float | None:
+    """A DCGM ratio (0-1) as a percentage; None outside 0-1."""
+    if ratio is None or not 0 <= ratio <= 1:
+        return None
+    return ratio * 100
+
+
+def _budgets(t: _Target, gpu: str, index: int) -> list[BudgetPeak]:
+    return [BudgetPeak(index, int(pid), round(peak)) for (g, pid), peak in t.budgets.items()
+            if g == gpu and pid.isdigit() and 0 < int(pid) < 1 << 32 and peak < 2**63]
 
 
 def _value(fields: dict[str, Series], metric: str) -> float | None:

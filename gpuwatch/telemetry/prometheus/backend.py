@@ -74,6 +74,14 @@ class PrometheusBackend:
         gpus, _, _ = self._assembler.build(self.caps.admit(series, now), now)
         if not gpus:
             selection = f" matching {{{render(self.matchers)}}}" if self.matchers else ""
+            down = self._assembler.down_targets(series)
+            if down:
+                shown = ", ".join(down[:5]) + (f" and {len(down) - 5} more"
+                                               if len(down) > 5 else "")
+                raise PrometheusUnavailableError(
+                    f"{where} has no GPU series{selection}, and the scrape of "
+                    f"{len(down)} target{'s' if len(down) != 1 else ''} fails "
+                    f"(up == 0): {shown}. Check that the exporters there are running")
             raise PrometheusUnavailableError(
                 f"{where} has no GPU series{selection}: neither gpuwatch's exporter "
                 f"(`gpuwatch serve`) nor dcgm-exporter ({n.FB_USED}) is scraped there")
@@ -89,7 +97,8 @@ class PrometheusBackend:
         series = self.caps.admit(series, now)
         self._assembler.forget(self.caps.gone(now))
         gpus, probes, warnings = self._assembler.build(series, now)
-        return Snapshot(now, self.info, gpus, warnings + self._bounds_warnings(), probes)
+        return Snapshot(now, self.info, gpus, warnings + self._bounds_warnings(), probes,
+                        self._assembler.budget_peaks)
 
     def _bounds_warnings(self) -> tuple[str, ...]:
         out = []

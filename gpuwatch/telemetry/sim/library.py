@@ -19,6 +19,7 @@ import pynvml
 
 from gpuwatch.telemetry.clock import Clock
 from gpuwatch.telemetry.nvml import codes
+from gpuwatch.telemetry.sim.gpm import SimulatedEngines
 from gpuwatch.telemetry.sim.gpu_state import GpuState, GpuTimeline
 from gpuwatch.telemetry.sim.scenario import (
     Scenario,
@@ -40,7 +41,7 @@ class SimHandle:
     index: int
 
 
-class SimulatedNvml(types.ModuleType):
+class SimulatedNvml(SimulatedEngines, types.ModuleType):
     """Import-compatible stand-in for ``pynvml`` over a scenario."""
 
     def __init__(self, scenario: Scenario, clock: Clock, *, loop: bool = False,
@@ -64,6 +65,7 @@ class SimulatedNvml(types.ModuleType):
                            for spec, procs in zip(scenario.gpus, by_gpu, strict=True)]
         self._nvlink_kib: dict[int, tuple[float, float]] = {}   # gpu -> (t, cumulative KiB)
         self._faults: dict[str, tuple[ScenarioFault, ...]] = {}   # call -> faults that may hit it
+        self._engines_init()
 
     # -- time and faults -------------------------------------------------------------
 
@@ -201,6 +203,9 @@ class SimulatedNvml(types.ModuleType):
 
     def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
         gpu, spec, t = self._spec("nvmlDeviceGetPowerUsage", handle)
+        return self._power_mw(gpu, spec, t)
+
+    def _power_mw(self, gpu: int, spec: ScenarioGpu, t: float) -> int:
         load = self._state(gpu, t).util_percent / 100
         return int((spec.idle_power_w + (spec.power_limit_w - spec.idle_power_w) * 0.9 * load)
                    * 1000)
@@ -238,6 +243,10 @@ class SimulatedNvml(types.ModuleType):
             v.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             if field_id == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
                 v.nvmlReturn, v.value.ullVal = pynvml.NVML_SUCCESS, spec.nvlink_links
+            elif field_id == pynvml.NVML_FI_DEV_MEMORY_TEMP:
+                v.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+                v.nvmlReturn = pynvml.NVML_SUCCESS
+                v.value.uiVal = round(35 + 0.3 * self._state(gpu, t).util_percent)
             elif field_id in (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
                               pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX):
                 if spec.nvlink_links == 0:

@@ -58,6 +58,7 @@ class ScenarioGpu:
     nvlink_links: int = 0
     nvlink_bytes_per_s: Signal | None = None   # per direction, all links together
     pcie_bytes_per_s: Signal | None = None     # per direction; default follows utilisation
+    gpm: bool = False      # the GPU's performance monitor answers (Hopper and later)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def _gpu(r: FieldReader, raw: Any, path: str, duration_s: float) -> ScenarioGpu:
     t = r.table(raw, path, {
         "name", "memory_total", "memory_base", "memory_reserved", "memory_bus_width_bits",
         "max_memory_clock_mhz", "uuid", "power_limit_w", "idle_power_w", "nvlink_links",
-        "nvlink_bytes_per_s", "pcie_bytes_per_s",
+        "nvlink_bytes_per_s", "pcie_bytes_per_s", "gpm",
     }, {"name", "memory_total"})
     total = r.size(t["memory_total"], f"{path}.memory_total")
     if total == 0:
@@ -185,6 +186,7 @@ def _gpu(r: FieldReader, raw: Any, path: str, duration_s: float) -> ScenarioGpu:
         pcie_bytes_per_s=(r.signal(t["pcie_bytes_per_s"], f"{path}.pcie_bytes_per_s", rate,
                                    duration_s)
                           if "pcie_bytes_per_s" in t else None),
+        gpm=r.boolean(t.get("gpm", False), f"{path}.gpm"),
     )
 
 

@@ -80,7 +80,11 @@ def metric_texts(g: GpuSample, compact: bool = False) -> tuple[str, str, str, st
         else link_text("NVLink", g.nvlink_rx_bytes_per_s, g.nvlink_tx_bytes_per_s, compact)
     pcie = link_text("PCIe", g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s, compact)
     busy = format_percent(g.memory_busy_percent)
-    if g.estimated_bandwidth_bytes_per_s is None:   # no peak known: no estimate to give
+    measured = g.measured_bandwidth_bytes_per_s      # the GPU's monitor (GPM) measured it
+    if measured is not None:
+        bandwidth = (f"{format_rate(measured)} meas." if compact else
+                     f"{format_rate(measured)} measured (≈ {rate} est.) of {peak}")
+    elif g.estimated_bandwidth_bytes_per_s is None:   # no peak known: no estimate to give
         bandwidth = "bandwidth n/a" if compact else "bandwidth n/a (peak unknown)" \
             if g.peak_bandwidth_bytes_per_s is None else f"bandwidth n/a of {peak}"
     else:

@@ -230,8 +230,9 @@ class MainWindow(QMainWindow):
         relaid = self.cards.set_warnings(snap.warnings) or relaid   # e.g. no GPUs at all
         if relaid and self.settings.state("splitter_main") is None:
             self.fit_cards()
-        self.processes.model.set_budgets({k: o.prediction.total_bytes
-                                          for k, o in self.overlays.items()})
+        self.processes.model.set_budgets({  # the source's (a gpuwatch exporter's links)
+            **{(b.gpu_index, b.pid): b.peak_bytes for b in snap.budget_peaks},
+            **{k: o.prediction.total_bytes for k, o in self.overlays.items()}})
         self.processes.model.set_probes(probes)
         self.processes.refresh()
         selected = self.processes.selected_key()
