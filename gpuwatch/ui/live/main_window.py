@@ -164,8 +164,8 @@ class MainWindow(QMainWindow):
         self.plots.window_changed.connect(self._window_changed)
         self.plots.live_changed.connect(lambda _: self.set_sampling_state(self.sampling_state))
         self.hint_source = WindowAdvisor(self)
-        self.hint_source.hints_changed.connect(self.cards.show_hints)
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
+        self.cards.focus_requested.connect(self.hint_source.seen)   # a card clicked: seen
         build_menus(self, (*TABS, "Plan"))
         self._restore()
         self.apply_preferences(self.prefs, initial=True)
