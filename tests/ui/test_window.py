@@ -49,12 +49,18 @@ def test_a_gpu_lost_and_back(make_window, scenario) -> None:
     assert card.state is GpuState.LOST
     assert not card.badge.isHidden() and card.badge.text() == "LOST"
     assert "RTX A6000" in card.title.text()           # the last known name stays
-    assert "GPU lost" in card.used.text()
+    assert card.used.text().startswith("Last known ")
     assert card.property("lost") is True
+    # its process stays in the table, greyed: not known to have exited
+    model = window.processes.model
+    lost = [k for k in model.exited.rows if k[0] == 1]
+    assert lost and all(model.is_exited(k) for k in lost)
+    assert model.exited.rows[lost[0]].unseen == "GPU lost"
     assert window.cards.cards[0].state is GpuState.OK  # the other GPU keeps updating
     feed(window, backend, [100])                      # back after a reset at 90 s
     assert card.state is GpuState.OK and card.badge.isHidden()
     assert "used" in card.used.text()
+    assert not any(e.unseen for e in model.exited.rows.values())   # running, or exited
 
 
 @pytest.mark.parametrize("name", [s.name for s in builtin_scenarios()])

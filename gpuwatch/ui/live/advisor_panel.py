@@ -54,9 +54,10 @@ class HintView:
 
     @property
     def where(self) -> str:
-        pid = None if self.pid is None else (
-            f"pid {self.pid}" + (f" ({self.process_name})" if self.process_name else ""))
-        return " · ".join(x for x in (None if self.gpu is None else f"GPU {self.gpu}", pid)
+        """"GPU 0 · pid 71310 · python": flat, so it reads inside brackets too."""
+        pid = None if self.pid is None else f"pid {self.pid}"
+        return " · ".join(x for x in (None if self.gpu is None else f"GPU {self.gpu}", pid,
+                                      self.process_name if self.pid is not None else None)
                           if x)
 
 

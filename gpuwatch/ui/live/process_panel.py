@@ -179,8 +179,12 @@ class ProcessPanel(QWidget):
                 else plural(total, "process", "processes"))
         if model.gpu is not None:
             text += f" · GPU {model.gpu} only"
-        if model.exited_rows:
-            text += f" · {model.exited_rows} exited"
+        unseen = sum(1 for k in model.keys[model.live_rows:]
+                     if (e := model.exited.rows.get(k)) is not None and e.unseen)
+        if model.exited_rows - unseen:
+            text += f" · {model.exited_rows - unseen} exited"
+        if unseen:
+            text += f" · {unseen} unknown"
         self.count.setText(text)
         self.table.set_empty_text(self.empty_text())
         if model.exited.version != self._exited_version:   # a process left or went

@@ -80,12 +80,18 @@ def exited_row_texts(gone: Exited, units: UnitSystem) -> list[str]:
     if p.name is None:
         texts[NAME] = "?"
     texts[BUDGET] = texts[CPU] = texts[RSS] = "—"
-    texts[RUNNING] = f"exited {gone.clock}"
+    texts[RUNNING] = f"exited {gone.clock}" if gone.unseen is None else \
+        f"unknown — {gone.unseen}"
     return texts
 
 
 def exited_tooltip(gone: Exited, units: UnitSystem) -> str:
     p = gone.sample
+    if gone.unseen is not None:
+        driver = f" (the driver says: {gone.reason})" if gone.reason else ""
+        return (f"pid {p.pid} on GPU {p.gpu_index}: {gone.unseen} at {gone.clock}{driver}, "
+                f"holding {format_bytes(p.used_bytes, units)} when last seen. Whether it "
+                "still runs is unknown until the GPU is read again.")
     return (f"pid {p.pid} left GPU {p.gpu_index} at {gone.clock} (the first sample without "
             f"it), holding {format_bytes(p.used_bytes, units)} when last seen; it holds "
             f"nothing now. The row goes {format_duration(EXITED_ROW_KEEP_S)} after the exit.")
