@@ -94,6 +94,7 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
         assert columns.size == card.spark.width() - 2
         assert len(known) >= 5 and known[-1] >= columns.size - 3     # the newest at the right
     assert cards[3].badge.text() == "OOM in ~2 min"
+    assert cards[3].badge.width() >= cards[3].badge.sizeHint().width()   # the reason whole
     assert cards[5].badge.text() == "OOM 07:02 · pid 71310"
 
 

@@ -64,7 +64,7 @@ def test_an_oom_death_stays_greyed_and_the_hint_selects_it(make_window, scenario
     assert model.keys == [(0, OOM_PID)] and _states(model) == [EXITED]
     texts = _texts(model, 0)
     died = snap.timestamp_s - (558 - 492)                   # the first sample without it
-    assert texts[PID] == "71310" and texts[NAME] == "python"
+    assert texts[PID] == "71310" and texts[NAME] == "python · finetune.py"
     assert texts[MEMORY] == "39.5 GiB" and held > 39 * GiB   # its last known memory
     assert texts[RUNNING] == "exited " + time.strftime("%H:%M:%S", time.localtime(died))
     assert texts[CPU] == "—"

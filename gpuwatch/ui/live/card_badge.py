@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -19,6 +19,7 @@ ICON_WARNING, ICON_CRITICAL, ICON_LOST = "warning", "critical", "lost"
 
 
 class SeverityBadge(QWidget):
+    fitted = Signal()       # its words changed width: the card fits it again
     PAD = 6
     ICON = 10
 
@@ -75,11 +76,20 @@ class SeverityBadge(QWidget):
             self.PAD * 2 + self.ICON + 4 + fm.horizontalAdvance(first)))
         self.setFixedHeight(hint.height())
         self.setMinimumWidth(self._min_width)
+        self.fitted.emit()
         self.setMaximumWidth(hint.width())
         self.updateGeometry()
 
     def minimumSizeHint(self) -> QSize:
         return QSize(self._min_width, self.sizeHint().height())
+
+    def fit(self, room: float) -> None:
+        """Keep the whole word where ``room`` px allow it (the vitals beside it give way
+        first), else give way down to the first word."""
+        full = self.sizeHint().width()
+        least = min(full, max(self._min_width, math.floor(room)))
+        if least != self.minimumWidth():
+            self.setMinimumWidth(least)
 
     def sizeHint(self) -> QSize:
         fm = QFontMetricsF(self._font or self.font())

@@ -96,6 +96,7 @@ class GpuCard(CardFrame):
 
         self.title = TextPart(self, fit_text=True)
         self.badge = SeverityBadge()
+        self.badge.fitted.connect(self._fit_badge)
         self.vitals = TextPart(self, fit_text=True, align_right=True)
         self.percent = BigFigure(self)
         self.free = BigFigure(self, align_right=True)
@@ -411,8 +412,17 @@ class GpuCard(CardFrame):
             grid.addItem(part, row, col, 1, span)
         self.bandwidth.setVisible(not compact and self.state is GpuState.OK)
 
+    def _fit_badge(self) -> None:
+        """The badge's reason whole where the card has room beside "GPU 3" and a
+        temperature; the power and the model name give way first."""
+        margins = self.layout().contentsMargins()
+        vitals = QFontMetricsF(self.font()).horizontalAdvance("88 °C")
+        self.badge.fit(self.width() - margins.left() - margins.right()
+                       - self.title.minimumWidth() - vitals - 12)
+
     def resizeEvent(self, event: object) -> None:
         super().resizeEvent(event)   # type: ignore[arg-type]
+        self._fit_badge()
         if self._metrics_of is not None and self.state is GpuState.OK:
             self._show_metrics(*self._metrics_of)
         elif (self.width() < self.COMPACT_BELOW) != self._compact:

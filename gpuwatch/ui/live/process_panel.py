@@ -38,7 +38,7 @@ from gpuwatch.ui.live.process_table import PADDING, SWATCH, SWATCH_GAP, ProcessT
 
 # What a cell typically says, per column but the last (Command, which takes the rest): the
 # default widths show these whole, and each header beside its sort arrow when sorted.
-COLUMN_SAMPLES = ("4194304", "username", "gnome-shell", "0", "88.8 GiB", "probe · 88.8 GiB",
+COLUMN_SAMPLES = ("4194304", "username", "python · eval.py", "0", "88.8 GiB", "probe · 888.8 GiB",
                   "100 %", "88.8 GiB", "exited 00:00:00", "docker:0123456789ab")
 
 

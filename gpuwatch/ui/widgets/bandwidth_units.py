@@ -1,7 +1,8 @@
 """One rule for memory bandwidth wherever the window shows it: GB/s (10⁹ bytes a
 second, as data sheets quote it and as the bandwidth plot's axis is labelled), whole
 numbers with thousands separators from 100 GB/s on ("1,008 GB/s", never "1.0 TB/s"
-beside a plot that says 1,008), one decimal below ("12.5 GB/s", "0.4 GB/s").
+beside a plot that says 1,008), one decimal below ("12.5 GB/s", "0.4 GB/s"), and an
+idle GPU's "0 GB/s".
 
 The card's estimate, its peak and the plot's peak line all come through here, so a
 measured bandwidth joins them by calling the same function.
@@ -18,7 +19,7 @@ UNIT = "GB/s"
 def bandwidth_number(bytes_per_s: float) -> str:
     """The figure alone, in GB/s: "1,008", "936", "12.5"."""
     value = bytes_per_s / GB
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+    return f"{value:,.0f}" if abs(value) >= 100 or value == 0 else f"{value:,.1f}"
 
 
 def format_bandwidth(bytes_per_s: float | None, unknown: str = "n/a") -> str:
