@@ -297,3 +297,19 @@ def test_the_budget_tab_at_1280x800_shows_link_and_plain_savings(make_window, sc
     saves = [panel.levers.topLevelItem(i).text(2)
              for i in range(panel.levers.topLevelItemCount())]
     assert saves and not any(s.startswith(("−", "-")) for s in saves)
+
+
+def test_a_wide_window_gives_the_plots_what_the_table_does_not_need(make_window, scenario,
+                                                                    qtbot) -> None:
+    """At 1920 px the table keeps its columns whole and the plots take the rest (more
+    than a third); at the default 1500 px the split is the table's two thirds."""
+    window = make_window()
+    window.resize(1920, 1050)
+    with qtbot.waitExposed(window):
+        window.show()
+    feed(window, scenario("oom-ramp"), [300])
+    settle(qtbot, window)
+    plots, tabs = window.bottom.sizes()
+    assert plots > (plots + tabs) / 3 + 40
+    need = sum(window.processes.default_widths())
+    assert tabs >= need

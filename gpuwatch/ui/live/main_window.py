@@ -250,6 +250,19 @@ class MainWindow(QMainWindow):
         want = max(self.cards.minimumHeight(), min(self.cards.preferred_height(), total - below))
         self.main.setSizes([want, max(below, total - want)])
 
+    COMMAND_PX = 320      # the Command column's share when the window has room for it
+
+    def fit_bottom(self) -> None:
+        """Split plots and tabs by what the table needs: its columns whole with a
+        Command column of COMMAND_PX, the plots the rest, never under a third. A wide
+        window no longer leaves the plots in its left third beside empty table space."""
+        total = self.bottom.width()
+        if total <= 0:
+            return
+        need = sum(self.processes.default_widths()) + self.COMMAND_PX + 40
+        tabs = min(need, total * 2 // 3)
+        self.bottom.setSizes([total - tabs, tabs])
+
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text
         self.status_state.set(state_text(text, self.samples, self.plots.live))
@@ -429,6 +442,8 @@ class MainWindow(QMainWindow):
         super().showEvent(event)  # type: ignore[arg-type]
         if self.settings.state("splitter_main") is None:
             self.fit_cards()
+        if self.settings.state("splitter_bottom") is None:
+            self.fit_bottom()
         self.sight.follow()
         self.catch_up(just_shown=True)
 
