@@ -110,3 +110,29 @@ def test_banner_says_simulated(make_window) -> None:
     window = make_window(banner="<b>Simulated GPUs</b> — no NVIDIA driver found")
     assert not window.banner.isHidden()
     assert "Simulated GPUs" in window.banner_label.text()
+
+
+def test_a_cluster_view_names_each_gpu_by_its_host_and_hides_host_only_columns(
+        make_window, scenario) -> None:
+    """GPUs read from Prometheus: "host · GPU n  model" on the card, no CPU, RSS or
+    Running column (no host of ours can read them)."""
+    import dataclasses
+
+    from gpuwatch.core.snapshot import BackendKind
+    from gpuwatch.ui.live.process_texts import CPU, RSS, RUNNING
+    from tests.ui.conftest import sample_at
+
+    window = make_window()
+    snap = sample_at(scenario("workstation"), 300.0)
+    gpus = tuple(dataclasses.replace(g, name=f"node-h100-07/{g.index} · H100 80GB HBM3")
+                 for g in snap.gpus)
+    remote = dataclasses.replace(snap, gpus=gpus, backend=dataclasses.replace(
+        snap.backend, kind=BackendKind.PROMETHEUS))
+    window.on_snapshot(remote)
+    title = window.cards.cards[1].title.text()
+    assert title.startswith("node-h100-07 · GPU 1") and "H100 80GB HBM3" in title
+    table = window.processes.table
+    assert all(table.isColumnHidden(c) for c in (CPU, RSS, RUNNING))
+    window.on_snapshot(dataclasses.replace(snap, timestamp_s=snap.timestamp_s + 1))
+    assert not any(table.isColumnHidden(c) for c in (CPU, RSS, RUNNING))
+    assert window.cards.cards[1].title.text().startswith("GPU 1  ")

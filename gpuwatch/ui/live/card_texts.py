@@ -7,6 +7,7 @@ so each line's wording can be read, and tested, on its own.
 from __future__ import annotations
 
 import html
+import re
 
 from gpuwatch.core.snapshot import EXITED_PROCESS_LABEL, GpuSample, HostStatus, ProcessSample
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
@@ -27,6 +28,18 @@ UTIL_TIP = "Share of time a kernel was running (NVML utilization.gpu)"
 PCIE_TIP = "PCIe receive (↓ host to GPU) and transmit (↑ GPU to host)"
 NVLINK_TIP = ("NVLink receive (↓) and transmit (↑), all links together, from NVML's "
               "throughput counters")
+
+
+_HOST_GPU = re.compile(r"(?P<host>.+)/(?P<gpu>\d+) · (?P<model>.+)")
+
+
+def title_runs(index: int, name: str) -> list[Run]:
+    """"GPU 3  H100 80GB HBM3"; a GPU of a cluster view (named "host/0 · model" by the
+    Prometheus source) reads "host · GPU 0  model": its own host and index first."""
+    m = _HOST_GPU.fullmatch(name)
+    if m is None:
+        return [Run(f"GPU {index}", bold=True), Run(f"  {name}")]
+    return [Run(f"{m['host']} · GPU {m['gpu']}", bold=True), Run(f"  {m['model']}")]
 
 
 def proc_name(p: ProcessSample) -> str:

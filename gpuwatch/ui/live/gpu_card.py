@@ -169,8 +169,8 @@ class GpuCard(CardFrame):
         """Show ``g`` (sampled at ``now_s``); ``ring`` is its history, for the sparkline."""
         if g.name:
             self._name = g.name.removeprefix("NVIDIA ")
-        self.title.set_runs([Run(f"GPU {g.index}", bold=True), Run(f"  {self._name}")],
-                            g.uuid or None)
+        self.title.set_runs(card_texts.title_runs(g.index, self._name),
+                            f"GPU {g.index} in this window" + (f" · {g.uuid}" if g.uuid else ""))
         self._thresholds = thresholds
         self._set_state(g, now_s)
         self._apply_colors()
