@@ -29,10 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from gpuwatch.core.units import format_bytes
+from gpuwatch.ui.live.plan_costs import amount, cost_cells, cost_summary
 
 CUSTOM = "(model below)"
 COLUMNS = ("GPU", "GPUs", "Layout", "Fits", "Max micro-batch", "Micro × accum", "Peak / GPU",
-           "Step", "Bound", "Throughput / GPU", "Cost / epoch", "Instance")
+           "Step", "Bound", "Throughput / GPU", "Cost / h", "Cost / epoch", "Cost / 1M tokens",
+           "Instance")
+SUMMARY_LINES = 3      # the advice under the table: the rest is in its tooltip
 
 
 class _Results(QObject):
@@ -234,7 +237,6 @@ class PlanPanel(QWidget):
             IGNORES,
             counts_tokens,
             merit,
-            money,
             preset_lines,
             rate,
             seconds,
@@ -261,8 +263,7 @@ class PlanPanel(QWidget):
                 seconds(c.step.total_s) if c.step else "—",
                 c.step.bound if c.step else "—",
                 f"{rate(per)} {unit}" if per is not None else "—",
-                money(fit.cost_per_epoch if fit.cost_per_epoch is not None
-                      else fit.cost_per_step, currency) if fit else "—",
+                *(cost_cells(fit, currency, transformer) if fit else ("—", "—", "—")),
                 fit.instance.name if fit else "—",
             )
             for col, text in enumerate(cells):
@@ -286,10 +287,8 @@ class PlanPanel(QWidget):
             f = plan.cheapest
             lines.append(f"<b>Cheapest:</b> {f.instance.name} ({f.instance.provider}), "
                          f"{f.config.gpus}× {f.config.hardware.name}: "
-                         f"{money(f.cost_per_step, currency)} per step"
-                         + (f", {money(f.cost_per_epoch, currency)} per epoch"
-                            if f.cost_per_epoch is not None else "")
-                         + (f" (spot {money(f.spot_cost_per_epoch, currency)})"
+                         f"{cost_summary(f, currency, transformer)}"
+                         + (f" (spot {amount(f.spot_cost_per_epoch, currency)} per epoch)"
                             if f.spot_cost_per_epoch is not None else "") + ".")
         if plan.spot is not None:
             lines.append(f"<b>Spot:</b> {plan.spot.caveat}; checkpoint every "
@@ -297,7 +296,7 @@ class PlanPanel(QWidget):
         preset = [html.escape(line.strip().removeprefix("Preset "))
                   for line in preset_lines(plan)]
         if preset:
-            lines.append("<b>Preset</b> " + "<br>".join(preset))
+            lines.append("<b>Preset</b> " + " · ".join(preset))
         if plan.levers:
             levers = ", ".join(f"{lv.change} (saves {format_bytes(lv.saves_bytes)}, "
                                f"time {lv.time_ratio - 1:+.0%})" for lv in plan.levers[:4])
@@ -307,7 +306,9 @@ class PlanPanel(QWidget):
             lines.append("<b>Beyond one node</b> (fewest GPUs under ZeRO-3): "
                          + ", ".join(needs) + ".")
         lines.append("<b>The roofline ignores</b> " + "; ".join(IGNORES) + ".")
-        self.advice.setHtml("<br>".join(lines))
+        # a summary of three lines; the rest (and all of it) in the tooltip
+        self.advice.setHtml("<br>".join(lines[:SUMMARY_LINES]))
+        self.advice.setToolTip("<br>".join(lines))
 
     def closeEvent(self, event: Any) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
