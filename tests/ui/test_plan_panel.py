@@ -105,3 +105,30 @@ def test_costs_read_per_hour_epoch_and_million_tokens(step_cost, tokens, steps, 
     fit.cost_per_epoch = CloudFit.cost_per_epoch.fget(fit)
     for cell in cost_cells(fit, "USD", True):
         assert cell == "—" or re.fullmatch(r"[\d,]+(\.\d\d)? USD(/h)?", cell), cell
+
+
+def test_catalog_gpu_reads_nvml_names() -> None:
+    from gpuwatch.ui.live.budget_adapter import catalog_gpu
+
+    GiB = 2**30
+    assert catalog_gpu("NVIDIA A100-SXM4-40GB", 40 * GiB) == "A100-40GB"
+    assert catalog_gpu("NVIDIA A100-SXM4-80GB", 80 * GiB) == "A100-80GB"
+    assert catalog_gpu("NVIDIA H100 80GB HBM3", 80 * GiB).startswith("H100")
+    assert catalog_gpu("NVIDIA GeForce Unknown 1", 8 * GiB) is None
+    assert catalog_gpu(None, None) is None
+
+
+def test_the_plan_opens_on_this_machine_and_its_workload(make_window, scenario, qtbot):
+    """oom-ramp: an A100 40 GB running ``finetune.py --model llama-3.1-8b``."""
+    from tests.ui.conftest import feed
+
+    window = make_window()
+    feed(window, scenario("oom-ramp"), [200])
+    panel = window.plan
+    window.tabs.setCurrentWidget(panel)
+    window.show()
+    qtbot.waitUntil(lambda: panel.plan is not None or bool(panel.error), timeout=30_000)
+    assert panel.error == "" and panel.plan.request.spec.name == "llama-3.1-8b"
+    assert panel.machine == ("A100-40GB",)
+    first = panel.table.item(0, 0)
+    assert first.text() == "A100-40GB · this machine" and first.font().bold()

@@ -35,7 +35,7 @@ from gpuwatch.ui.live.cards_view import CardsView
 from gpuwatch.ui.live.gpu_focus import GpuFocus
 from gpuwatch.ui.live.hint_banner import HintBanner
 from gpuwatch.ui.live.overlay import Overlay
-from gpuwatch.ui.live.plan_panel import PlanPanel
+from gpuwatch.ui.live.plan_panel import PlanPanel, plan_context
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.redraw_pace import RedrawPace
@@ -120,6 +120,7 @@ class MainWindow(QMainWindow):
         for widget, name in zip((self.processes, budget_page, self.advisor), TABS, strict=True):
             self.tabs.addTab(widget, name)
         self.plan = PlanPanel()  # computed off the GUI thread when first shown
+        self.plan.context = self._plan_context
         self.tabs.addTab(self.plan, "Plan")
         self.bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottom.setObjectName("bottomSplitter")
@@ -249,6 +250,9 @@ class MainWindow(QMainWindow):
         below = self.bottom.minimumSizeHint().height()
         want = max(self.cards.minimumHeight(), min(self.cards.preferred_height(), total - below))
         self.main.setSizes([want, max(below, total - want)])
+
+    def _plan_context(self) -> tuple[tuple[str, ...], str | None]:
+        return plan_context(self.history.latest, self.links.get)
 
     COMMAND_PX = 320      # the Command column's share when the window has room for it
 

@@ -44,3 +44,4 @@ def cost_summary(fit: Any, currency: str, tokens: bool) -> str:
     if mtok != "—":
         parts.append(f"{mtok} per million tokens")
     return " · ".join(parts)
+
