@@ -93,6 +93,7 @@ class GpuCard(CardFrame):
         self._compact = False
         self._ticks_key: tuple | None = None
         self._metrics_of: tuple[GpuSample, Thresholds] | None = None
+        self._fit_key: tuple | None = None     # what _fits_long last measured
 
         self.title = TextPart(self, fit_text=True)
         self.badge = SeverityBadge()
@@ -436,9 +437,15 @@ class GpuCard(CardFrame):
     def _fits_long(self, texts: tuple[str, ...]) -> bool:
         """Whether the long forms fit their half of the card whole. Once in the short
         forms, the long ones come back only with 8 % to spare, so a figure that gains a
-        digit does not flip the card back and forth."""
+        digit does not flip the card back and forth. Measured again only when the
+        card's width, its font or a text's length changed (digits are as wide as each
+        other in the fonts cards use)."""
         if self.width() < self.COMPACT_BELOW:
             return False
+        key = (self.width(), self._compact, self.font().pointSizeF(), *map(len, texts))
+        if key == self._fit_key:
+            return not self._compact
+        self._fit_key = key
         margins = self.layout().contentsMargins()
         column = (self.width() - margins.left() - margins.right()
                   - self._metrics.horizontalSpacing()) / 2
