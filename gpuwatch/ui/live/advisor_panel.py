@@ -142,6 +142,7 @@ class AdvisorPanel(QWidget):
         self._empty_scroll.setWidget(self.empty)
         self._empty_scroll.setWidgetResizable(True)
         self._empty_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._empty_scroll.setAccessibleName("Advisor checks not judged yet")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._empty_scroll)
