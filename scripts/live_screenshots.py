@@ -1,15 +1,18 @@
 """Screenshots of the live window, as a user sees it: one Xvfb screen per shot.
 
-For each built-in scenario, theme and screen size, starts an X server of that size,
-runs `gpuwatch gui --demo SCENARIO` on it, fast enough that about 60 % of the scenario
-has played when the screen is grabbed (`import -window root`, ImageMagick), and saves
-the PNG as docs/screenshots/live/SCENARIO-THEME-WxH.png. These are the real, running
+For each scenario (built-in, or a scenario file), theme and screen size, starts an X
+server of that size with a window manager (openbox, where installed: the window gets a
+frame and the screen's work area, as on a desktop), runs `gpuwatch gui --demo SCENARIO`
+on it, fast enough that a given share of the scenario (`--at`, 60 % by default) has
+played when the screen is grabbed (`import -window root`, ImageMagick), and saves the
+PNG as docs/screenshots/live/SCENARIO-THEME-WxH[SUFFIX].png. These are the real, running
 window, not `--screenshot` renders (which lay out once and never see the live-only
-paths).
+paths). One X server at a time, ended after each shot.
 
-Needs Xvfb and ImageMagick (`apt install xvfb imagemagick`).
-Run: .venv/bin/python scripts/live_screenshots.py [--scenarios a,b] [--sizes 1280x800]
-     [--themes light,dark] [--wait 20] [--out docs/screenshots/live]
+Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox`).
+Run: .venv/bin/python scripts/live_screenshots.py [--scenarios a,b|path.toml] [--sizes 1280x800]
+     [--themes light,dark] [--wait 20] [--at 0.6] [--suffix -after] [--out docs/screenshots/live]
+     [--colors 256]
 """
 
 from __future__ import annotations
@@ -28,19 +31,22 @@ SIZES = ("1280x800", "1920x1080")
 SMALL = ("multi-gpu-ddp", "1024x640")     # eight cards on a small screen
 
 
-def scenarios() -> dict[str, float]:
-    """Built-in scenario names and their durations in seconds."""
+def scenarios(extra: list[str] = ()) -> dict[str, float]:  # type: ignore[assignment]
+    """Built-in scenario names (and the files in ``extra``) with their durations in
+    seconds."""
     sys.path.insert(0, str(REPO))
     from gpuwatch.telemetry.sim.catalog import builtin_names, resolve_scenario
 
-    return {name: resolve_scenario(name).duration_s for name in builtin_names()}
+    names = [*builtin_names(), *(e for e in extra if e not in builtin_names())]
+    return {name: resolve_scenario(name).duration_s for name in names}
 
 
 def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
-         out: Path, display: int) -> Path:
+         out: Path, display: int, at: float = 0.6, suffix: str = "",
+         colors: int = 0) -> Path:
     width, height = size.split("x")
-    path = out / f"{scenario}-{theme}-{size}.png"
-    scale = max(1.0, 0.6 * duration_s / wait_s)
+    path = out / f"{Path(scenario).stem}-{theme}-{size}{suffix}.png"
+    scale = max(1.0, at * duration_s / wait_s)
     with tempfile.TemporaryDirectory() as home:
         env = dict(os.environ, DISPLAY=f":{display}", XDG_CONFIG_HOME=f"{home}/config",
                    XDG_STATE_HOME=f"{home}/state", XDG_RUNTIME_DIR=home,
@@ -49,9 +55,13 @@ def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
         xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", f"{width}x{height}x24",
                                  "-nolisten", "tcp"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        app = None
+        app = wm = None
         try:
             time.sleep(1.0)
+            if shutil.which("openbox"):
+                wm = subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+                time.sleep(0.5)
             app = subprocess.Popen([sys.executable, "-m", "gpuwatch", "gui", "--demo", scenario,
                                     "--theme", theme, "--time-scale", f"{scale:g}"],
                                    env=env, cwd=REPO, stdout=subprocess.DEVNULL,
@@ -59,12 +69,16 @@ def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
             time.sleep(wait_s)
             if app.poll() is not None:
                 raise SystemExit(f"{scenario}: the window ended early (exit {app.returncode})")
-            subprocess.run(["import", "-window", "root", str(path)], env=env, check=True,
-                           timeout=60)
+            reduce = ["-colors", str(colors)] if colors else []
+            subprocess.run(["import", "-window", "root", *reduce, str(path)], env=env,
+                           check=True, timeout=60)
         finally:
             if app is not None:
                 app.terminate()
                 app.wait(20)
+            if wm is not None:
+                wm.terminate()
+                wm.wait(10)
             xvfb.terminate()
             xvfb.wait(10)
     return path
@@ -80,11 +94,16 @@ def main() -> None:
                         help="seconds the window runs before the grab (default 20)")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots" / "live")
     parser.add_argument("--display", type=int, default=87)
+    parser.add_argument("--at", type=float, default=0.6, metavar="SHARE",
+                        help="share of the scenario played at the grab (default 0.6)")
+    parser.add_argument("--suffix", default="", help="added to each file's name")
+    parser.add_argument("--colors", type=int, default=0, metavar="N",
+                        help="reduce each PNG to N colours (smaller files)")
     args = parser.parse_args()
     for tool in ("Xvfb", "import"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is needed: apt install xvfb imagemagick")
-    known = scenarios()
+    known = scenarios([n for n in (args.scenarios or "").split(",") if n.endswith(".toml")])
     names = args.scenarios.split(",") if args.scenarios else sorted(known)
     args.out.mkdir(parents=True, exist_ok=True)
     plan = [(n, t, s) for n in names for t in args.themes.split(",")
@@ -92,7 +111,8 @@ def main() -> None:
     if not args.scenarios:
         plan += [(SMALL[0], t, SMALL[1]) for t in args.themes.split(",")]
     for i, (name, theme, size) in enumerate(plan, 1):
-        path = shot(name, known[name], theme, size, args.wait, args.out, args.display)
+        path = shot(name, known[name], theme, size, args.wait, args.out, args.display,
+                    args.at, args.suffix, args.colors)
         print(f"[{i}/{len(plan)}] {path}", flush=True)
 
 

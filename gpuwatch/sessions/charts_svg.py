@@ -20,7 +20,9 @@ import numpy as np
 
 from gpuwatch.core.units import format_bytes, format_duration
 
-PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04",
+# process colours: none of them red, orange or amber, which the report keeps for warning
+# and critical marks (a process is not a danger)
+PALETTE = ("#2563eb", "#0f766e", "#16a34a", "#9333ea", "#4d7c0f", "#0891b2", "#64748b",
            "#db2777")
 
 

@@ -238,7 +238,7 @@ class SessionReader:
         # something is wrong: find the cell to name it
         spec = [f"{c}:{k}" for c, k in zip(columns, kinds, strict=True)]
         self._rows(table, ", ".join((["state:text!"] if state else []) + spec),
-                   f"{where} ORDER BY {order}", params, absent)
+                   f"{where} ORDER BY {order}", params, self._absent(table, columns))
         if data is not None and None not in states:
             return data, states      # every cell is right: 2**63 - 1 is 2.0**63 as a float
         raise self.damaged(f"{table} holds a value that is not a number")
@@ -264,13 +264,17 @@ class SessionReader:
                 return
             yield self._checked(rows, "gpu_sample", columns, kinds, "", (), True, order)
 
+    def _absent(self, table: str, columns: tuple[str, ...]) -> dict[str, str]:
+        """The later columns of ``columns`` this file lacks, each read as NULL."""
+        if not _LATER_COLUMNS.intersection(columns):
+            return {}
+        present = self._columns(table)
+        return {c: "NULL" for c in columns if c in _LATER_COLUMNS and c not in present}
+
     def _selectable(self, table: str, columns: tuple[str, ...]) -> tuple[str, ...]:
         """``columns`` for a SELECT, a later column this file lacks read as NULL."""
-        if not _LATER_COLUMNS.intersection(columns):
-            return columns
-        present = self._columns(table)
-        return tuple(f"NULL AS {c}" if c in _LATER_COLUMNS and c not in present else c
-                     for c in columns)
+        absent = self._absent(table, columns)
+        return tuple(f"NULL AS {c}" if c in absent else c for c in columns)
 
     def _columns(self, table: str) -> frozenset[str]:
         """The columns ``table`` has in this file (asked once per reader and table)."""

@@ -368,7 +368,7 @@ class _Page:
                             f"{e(h.severity.upper())}</span> <b>{e(h.title)}</b><br>"
                             f"<span class='meta'><code>{e(h.code)}</code> · {e(where)} · "
                             f"{e(span)} from the start</span></p>"
-                            f"<p>{e(h.detail)}</p>"
+                            f"<p>{'<br>'.join(map(e, h.detail.splitlines()))}</p>"
                             f"{'<ul>' + actions + '</ul>' if actions else ''}</div>")
 
     def budgets(self) -> None:

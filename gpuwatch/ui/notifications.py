@@ -84,7 +84,7 @@ class Notification:
 def notification_for(hint: Hint) -> Notification:
     where = f"GPU {hint.gpu_index}"
     if hint.pid is not None:
-        where += f" · pid {hint.pid}" + (f" ({hint.process_name})" if hint.process_name else "")
+        where += f" · pid {hint.pid}" + (f" · {hint.process_name}" if hint.process_name else "")
     lines = [where]
     if hint.evidence:
         lines.append(hint.evidence[0])

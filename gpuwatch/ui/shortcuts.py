@@ -15,13 +15,17 @@ DESCRIPTIONS = (
     ("Space", "Pause or resume the plots (drag a paused plot to scroll back)"),
     ("1 · 2 · 3 · 4", "Plot the last 1 min · 10 min · 1 h · 24 h"),
     ("Ctrl+1 · 2 · 3 · 4", "Processes · Budget · Advisor · Plan tab"),
+    ("Tab · Enter", "Move to a GPU's card · show that GPU alone (again: every GPU)"),
+    ("Esc", "Show every GPU again"),
     ("Ctrl+F", "Filter processes"),
     ("Ctrl+C", "Copy the selected process's command line"),
     ("Ctrl+L", "Link the selected process to the budget in the form"),
     ("Delete", "Terminate the selected process (your own, after confirming)"),
+    ("Ctrl+O", "Browse recorded sessions"),
     ("Ctrl+,", "Settings"),
     ("Ctrl+S", "Save a screenshot"),
     ("Ctrl+Q", "Quit"),
+    ("F1", "This list"),
 )
 
 

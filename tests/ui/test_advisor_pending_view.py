@@ -20,3 +20,24 @@ def test_pending_checks_are_shown_every_few_seconds(make_window, scenario, monke
     assert not window.hint_source.active
     assert 1 < len(shown) <= seconds / PENDING_EVERY_S + 1
     assert shown[-1] and "so far" in shown[-1][0]
+
+
+def test_pending_checks_read_as_a_list_from_the_top_left(make_window, qtbot) -> None:
+    """Sixteen checks in a short tab: left-aligned, one line each, the first in view."""
+    from PySide6.QtCore import Qt
+
+    window = make_window()
+    window.resize(1024, 640)
+    window.show()
+    window.tabs.setCurrentWidget(window.advisor)
+    lines = [f"check {i} needs 12 min of history (5 min so far)" for i in range(16)]
+    window.advisor.set_pending(lines)
+    qtbot.wait(10)
+    label = window.advisor.empty
+    assert label.alignment() & Qt.AlignmentFlag.AlignLeft
+    assert label.alignment() & Qt.AlignmentFlag.AlignTop
+    assert not label.wordWrap() and label.text().count("\n") == 16
+    top = label.mapTo(window.advisor, label.rect().topLeft()).y()
+    assert top >= 0                                       # the first line is not clipped
+    window.advisor.set_pending([])
+    assert label.alignment() & Qt.AlignmentFlag.AlignHCenter

@@ -127,7 +127,8 @@ def test_hint_view_from_a_core_hint() -> None:
              (HintAction("restart", 1 << 30),), process_name="python")
     v = hint_view(h)
     assert v.key == ("memory-leak", 1, 42) and v.evidence == "a\nb"
-    assert v.actions == ("restart (saves 1.0 GiB)",) and v.where == "GPU 1 · pid 42 (python)"
+    assert v.actions == ("restart (saves 1.0 GiB)",)
+    assert v.where == "GPU 1 · pid 42 · python"          # no nested brackets
 
 
 def test_the_empty_advisor_says_what_it_cannot_judge_yet(make_window, scenario) -> None:

@@ -71,8 +71,10 @@ def test_a_lost_gpu_card_says_it_in_one_sentence(make_window) -> None:
     window.on_snapshot(_sample(s))
     card = window.cards.cards[1]
     assert card.state is GpuState.LOST
-    assert card.legend.text() == ("GPU lost (it stopped answering; a reset or reboot may "
-                                  "be needed)")
+    assert card.legend.text() == ("Driver: GPU lost (it stopped answering; a reset or "
+                                  "reboot may be needed)")
+    words = " ".join(part.text() for part in card.parts) + " " + card.badge.text()
+    assert words.count("GPU lost") == 1         # the driver's words, once
 
 
 def _banner_for(monkeypatch, error: NvmlUnavailableError) -> str:

@@ -61,7 +61,8 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
         snap = sample_at(backend, t)
         history.append(snap)
         view.update_snapshot(snap, "iec", Thresholds(), {})
-    view.set_hint_levels({3: Severity.CRITICAL, 5: Severity.WARNING})   # badges take room
+    view.set_hint_levels({3: Severity.CRITICAL, 5: Severity.WARNING},   # badges take room
+                         reasons={3: "OOM in ~2 min", 5: "OOM 07:02 · pid 71310"})
     _settle(qtbot)
     cards = view.cards
     assert len(cards) == 8
@@ -92,7 +93,9 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
         known = [i for i, y in enumerate(columns.tolist()) if y >= 0]
         assert columns.size == card.spark.width() - 2
         assert len(known) >= 5 and known[-1] >= columns.size - 3     # the newest at the right
-    assert cards[3].badge.text() == "CRITICAL" and cards[5].badge.text() == "WARNING"
+    assert cards[3].badge.text() == "OOM in ~2 min"
+    assert cards[3].badge.width() >= cards[3].badge.sizeHint().width()   # the reason whole
+    assert cards[5].badge.text() == "OOM 07:02 · pid 71310"
 
 
 def test_a_single_gpu_card_takes_the_whole_width(make_window, scenario, qtbot) -> None:

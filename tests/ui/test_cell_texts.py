@@ -4,6 +4,8 @@ come back, and kept only while they are shown."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
 from gpuwatch.core.units import format_duration
@@ -112,3 +114,25 @@ def test_a_new_font_starts_over(qapp) -> None:
     fonts = cells.begin(bigger, full=True)
     assert len(cells) == 0 and fonts[NORMAL].key() == bigger.key()
     assert fonts[BOLD].bold() and fonts[ITALIC].italic()
+
+
+def test_a_launchers_row_names_its_script() -> None:
+    from gpuwatch.ui.live.process_texts import script_name
+
+    assert script_name(("/opt/conda/bin/python", "-u", "pretrain.py", "--seq", "8")) == \
+        "pretrain.py"
+    assert script_name(("python3.11", "-m", "ipykernel_launcher", "-f", "x.json")) == \
+        "ipykernel_launcher"
+    assert script_name(("torchrun", "--nproc_per_node", "8", "train.py")) == "train.py"
+    assert script_name(("python", "-u")) is None
+    assert script_name(("gnome-shell", "--replace")) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=200), min_size=0, max_size=12))
+def test_any_command_line_gives_a_short_script_name_or_none(words) -> None:
+    """Command lines come from /proc: anything, of any length."""
+    from gpuwatch.ui.live.process_texts import SCRIPT_CHARS, script_name
+
+    found = script_name(("python", *words))
+    assert found is None or (0 < len(found) <= SCRIPT_CHARS and "/" not in found)

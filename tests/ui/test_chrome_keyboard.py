@@ -203,3 +203,22 @@ def test_every_tab_has_a_view_menu_entry_and_shortcut(make_window) -> None:
     for i, name in enumerate(names):
         assert shortcuts.get(name) == QKeySequence(f"Ctrl+{i + 1}"), name
     assert "Plan" in names
+
+
+def test_f1_lists_every_shortcut_the_window_has(make_window) -> None:
+    """Each key an action of the window answers to is in the F1 list (Ctrl+O, Esc and
+    Enter on a card included)."""
+    from gpuwatch.ui.shortcuts import DESCRIPTIONS
+
+    window = make_window()
+    listed = " ".join(keys for keys, _ in DESCRIPTIONS)
+    words = {w for keys, _ in DESCRIPTIONS for w in keys.replace("·", " ").split()}
+    for action in window.findChildren(QAction):
+        key = action.shortcut().toString(QKeySequence.SequenceFormat.PortableText)
+        if not key:
+            continue
+        last = key.rsplit("+", 1)[-1]
+        assert key in listed or (last in words and key.split("+")[0] in listed), \
+            (action.text(), key)
+    for key in ("Ctrl+O", "Esc", "Enter"):
+        assert key in listed

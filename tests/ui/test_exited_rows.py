@@ -64,7 +64,7 @@ def test_an_oom_death_stays_greyed_and_the_hint_selects_it(make_window, scenario
     assert model.keys == [(0, OOM_PID)] and _states(model) == [EXITED]
     texts = _texts(model, 0)
     died = snap.timestamp_s - (558 - 492)                   # the first sample without it
-    assert texts[PID] == "71310" and texts[NAME] == "python"
+    assert texts[PID] == "71310" and texts[NAME] == "python · finetune.py"
     assert texts[MEMORY] == "39.5 GiB" and held > 39 * GiB   # its last known memory
     assert texts[RUNNING] == "exited " + time.strftime("%H:%M:%S", time.localtime(died))
     assert texts[CPU] == "—"
@@ -184,6 +184,9 @@ def test_the_same_processes_cost_no_bookkeeping(scenario, monkeypatch) -> None:
 
 
 def test_a_lost_gpu_or_an_unread_list_exits_nobody(scenario) -> None:
+    """Their processes stay, greyed, "unknown — GPU lost" (the driver's reason in the
+    tooltip); when the list is read again, the process is running again or has
+    exited."""
     lost = make_scenario(faults=[{"start_s": 100, "gpu": 1, "call": "*",
                                   "error": "GPU_IS_LOST"}])
     unread = make_scenario(faults=[
@@ -200,7 +203,15 @@ def test_a_lost_gpu_or_an_unread_list_exits_nobody(scenario) -> None:
             snap = backend.sample()
             model.update_snapshot(snap)
             assert len(snap.processes) == 1
-            assert model.exited_rows == 0 and model.rowCount() == 1
+            assert model.exited_rows == 1 and model.rowCount() == 2
+            assert _states(model) == [LIVE, EXITED]
+            texts = _texts(model, 1)
+            why = "GPU lost" if s is lost else "process list unreadable"
+            assert texts[RUNNING] == f"unknown — {why}"
+            key = model.keys[1]
+            tip = model.data(model.index(1, RUNNING), Qt.ItemDataRole.ToolTipRole)
+            assert "still runs is unknown" in tip and "driver says" in tip
+            assert model.exited.rows[key].unseen == why
         finally:
             backend.close()
 

@@ -269,3 +269,47 @@ def test_offscreen_noise_filter_passes_other_messages(qtlog) -> None:
         qWarning("something else went wrong")
     messages = [r.message for r in qtlog.records]
     assert "something else went wrong" in messages and OFFSCREEN_NOISE not in messages
+
+
+def test_the_budget_tab_at_1280x800_shows_link_and_plain_savings(make_window, scenario,
+                                                                 qtbot) -> None:
+    """The Link button is in view without scrolling, the ZeRO row reads as a sentence
+    and "Saves" figures carry no minus sign (no double negative)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QLabel
+
+    window = make_window()
+    window.resize(1280, 800)
+    with qtbot.waitExposed(window):
+        window.show()
+    feed(window, scenario("workstation"), [600])
+    window.tabs.setCurrentIndex(1)                              # Budget
+    QApplication.processEvents()
+    panel = window.budget
+    button = panel.link_button
+    assert button.isVisible()
+    bottom = button.mapTo(window, QPoint(0, button.height())).y()
+    assert bottom <= window.height()
+    words = [label.text() for label in panel.findChildren(QLabel)]
+    assert "sharded across" in words and not any("LoRA rank" in w and "GPUs" in w
+                                                 for w in words)
+    panel.recompute()
+    saves = [panel.levers.topLevelItem(i).text(2)
+             for i in range(panel.levers.topLevelItemCount())]
+    assert saves and not any(s.startswith(("−", "-")) for s in saves)
+
+
+def test_a_wide_window_gives_the_plots_what_the_table_does_not_need(make_window, scenario,
+                                                                    qtbot) -> None:
+    """At 1920 px the table keeps its columns whole and the plots take the rest (more
+    than a third); at the default 1500 px the split is the table's two thirds."""
+    window = make_window()
+    window.resize(1920, 1050)
+    with qtbot.waitExposed(window):
+        window.show()
+    feed(window, scenario("oom-ramp"), [300])
+    settle(qtbot, window)
+    plots, tabs = window.bottom.sizes()
+    assert plots > (plots + tabs) / 3 + 40
+    need = sum(window.processes.default_widths())
+    assert tabs >= need

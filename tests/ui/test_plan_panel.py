@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gpuwatch.ui.live.plan_panel import COLUMNS, CUSTOM, PlanPanel
 
 
@@ -24,8 +29,11 @@ def test_first_show_computes_the_preset_plan(qtbot):
     assert first[3] == "yes" and first[7].endswith(("ms", "s"))
     assert "images/s" in first[9]
     advice = panel.advice.toPlainText()
-    assert "Cheapest" in advice and "ignores" in advice
-    assert "Preset image-classification" in advice and "fp32" in advice
+    assert "Cheapest" in advice and advice.count("\n") <= 2          # three lines at most
+    assert "/h" in advice and "per step" not in advice
+    full = panel.advice.toolTip()                                   # the rest on hover
+    assert "ignores" in full and "Preset" in full and "image-classification" in full
+    assert first[COLUMNS.index("Cost / h")].endswith("/h")
     gpu = panel.table.item(0, 0)
     assert "TFLOP/s" in gpu.toolTip() and "Source:" in gpu.toolTip()
 
@@ -44,6 +52,9 @@ def test_a_change_recomputes_and_sorting_by_memory_orders_the_peaks(qtbot):
     peaks = [c.peak_bytes for c in fits]
     assert peaks == sorted(peaks)
     assert "tokens/s" in panel.table.item(0, 9).text()
+    priced = [panel.table.item(r, COLUMNS.index("Cost / 1M tokens")).text()
+              for r in range(panel.table.rowCount())]
+    assert any(t != "—" and float(t.split()[0].replace(",", "")) >= 0.01 for t in priced)
 
 
 def test_custom_model_and_fp32(qtbot):
@@ -75,3 +86,49 @@ def test_every_input_has_a_name_and_a_keyboard_label(qtbot):
     buddies = {label.buddy() for label in panel.findChildren(QLabel)
                if "&" in label.text()}
     assert set(inputs) <= buddies
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0, 1e7), st.integers(0, 10**9), st.one_of(st.none(), st.integers(1, 10**7)),
+       st.floats(0, 1e4))
+def test_costs_read_per_hour_epoch_and_million_tokens(step_cost, tokens, steps, hourly):
+    """From any plan figures: a currency amount with two decimals at most, never a
+    string of zeros after the point."""
+    from types import SimpleNamespace
+
+    from gpuwatch.plan.cloud import CloudFit
+    from gpuwatch.ui.live.plan_costs import cost_cells
+
+    fit = SimpleNamespace(config=SimpleNamespace(tokens_per_step=tokens),
+                          instance=SimpleNamespace(on_demand_per_hour=hourly),
+                          cost_per_step=step_cost, steps_per_epoch=steps)
+    fit.cost_per_epoch = CloudFit.cost_per_epoch.fget(fit)
+    for cell in cost_cells(fit, "USD", True):
+        assert cell == "—" or re.fullmatch(r"[\d,]+(\.\d\d)? USD(/h)?", cell), cell
+
+
+def test_catalog_gpu_reads_nvml_names() -> None:
+    from gpuwatch.ui.live.budget_adapter import catalog_gpu
+
+    GiB = 2**30
+    assert catalog_gpu("NVIDIA A100-SXM4-40GB", 40 * GiB) == "A100-40GB"
+    assert catalog_gpu("NVIDIA A100-SXM4-80GB", 80 * GiB) == "A100-80GB"
+    assert catalog_gpu("NVIDIA H100 80GB HBM3", 80 * GiB).startswith("H100")
+    assert catalog_gpu("NVIDIA GeForce Unknown 1", 8 * GiB) is None
+    assert catalog_gpu(None, None) is None
+
+
+def test_the_plan_opens_on_this_machine_and_its_workload(make_window, scenario, qtbot):
+    """oom-ramp: an A100 40 GB running ``finetune.py --model llama-3.1-8b``."""
+    from tests.ui.conftest import feed
+
+    window = make_window()
+    feed(window, scenario("oom-ramp"), [200])
+    panel = window.plan
+    window.tabs.setCurrentWidget(panel)
+    window.show()
+    qtbot.waitUntil(lambda: panel.plan is not None or bool(panel.error), timeout=30_000)
+    assert panel.error == "" and panel.plan.request.spec.name == "llama-3.1-8b"
+    assert panel.machine == ("A100-40GB",)
+    first = panel.table.item(0, 0)
+    assert first.text() == "A100-40GB · this machine" and first.font().bold()

@@ -81,6 +81,12 @@ def test_the_probe_fills_the_overlay_without_a_link(make_window, scenario) -> No
     assert f"Tensors {format_bytes(overlay.prediction.total_bytes)}" in legend
     assert f"optimizer {format_bytes(report.optimizer.state_bytes)}" in legend
     assert "AdamW step" in card.probe.toolTip()
+    # each legend swatch is its category's colour on the bar below it
+    from gpuwatch.ui.live.overlay import budget_color
+    swatches = [r.swatch.color.name() for line in card.probe.lines() for r in line
+                if r.swatch is not None and r.text.strip() in ("params", "grads", "optimizer",
+                                                               "activations")]
+    assert swatches == [budget_color(k) for k, _ in overlay.prediction.categories]
     # the table: a badge, the figures on hover; no predicted peak of a budget
     model = window.processes.model
     row = model.row_of(KEY)

@@ -9,6 +9,8 @@ import pytest
 from conftest import sample_at
 from PySide6.QtWidgets import QMessageBox
 
+from gpuwatch.advisor import Advisor
+from gpuwatch.core.history import History
 from gpuwatch.sessions import export as export_module
 from gpuwatch.sessions import paths
 from gpuwatch.sessions.recorder import Recorder
@@ -17,11 +19,18 @@ from gpuwatch.ui.sessions.session_browser import SessionBrowser, delete_session,
 from gpuwatch.ui.sessions.session_replay import ReplayWindow, load_replay, pick_window
 
 
-def record(backend, seconds: int, name: str | None = None) -> Path:
+def record(backend, seconds: int, name: str | None = None, advise: bool = False) -> Path:
+    """A session of ``seconds`` samples; ``advise``: with the advisor's hint events."""
     path = paths.sessions_dir() / name if name else paths.new_session_path()
     rec = Recorder(path, 1.0)
+    history, advisor = History(), Advisor()
     for t in range(seconds):
-        rec.add_snapshot(sample_at(backend, float(t)))
+        snap = sample_at(backend, float(t))
+        rec.add_snapshot(snap)
+        if advise:
+            history.append(snap)
+            for event in advisor.update(history):
+                rec.add_hint_event(event)
     rec.close(backend.clock.now_s())
     return path
 
@@ -220,3 +229,49 @@ def test_a_long_session_is_painted_from_an_overview_first(qtbot, scenario, monke
     overview = load_overview(path, buckets=50)
     assert len(overview.history.gpu(0)) <= 102
     assert overview.history.gpu(0).column("used_bytes").max() == full_peak   # peaks survive
+
+
+def test_replay_fits_the_screen_uses_its_width_keys_and_marks_the_crash(qtbot, scenario):
+    """At most the screen's free area; a short session across the whole plot; keys 1–4
+    pick the window as in the live window; an out-of-memory death is a marked line."""
+    from PySide6.QtCore import Qt
+
+    path = record(scenario("oom-ramp"), 540, advise=True)   # the process dies at 502 s
+    window = ReplayWindow(path)
+    qtbot.addWidget(window)
+    free = window.screen().availableGeometry()
+    assert window.width() <= free.width() and window.height() <= free.height()
+    window.show()
+    with qtbot.waitSignal(window.loaded, timeout=20000):
+        window.start()
+    data = window.data
+    assert data is not None
+    (x0, x1), _ = window.plots.memory.getViewBox().viewRange()
+    assert x0 == pytest.approx(data.start_s, abs=1) and x1 == pytest.approx(data.end_s, abs=1)
+    marks = [m for m in window.death_marks if getattr(m, "label", None) is not None]
+    assert marks and "OOM · pid 71310" in marks[0].label.toPlainText()
+    assert data.start_s + 490 <= marks[0].value() <= data.start_s + 520
+    assert "not closed" not in window.banner_label.text()     # it was closed
+    window.activateWindow()
+    qtbot.keyClick(window, Qt.Key.Key_1)
+    assert window.plots.window_s == 60
+
+
+def test_a_session_still_recording_is_not_called_a_crash(qtbot, scenario):
+    import dataclasses
+
+    path = record(scenario("workstation"), 5)
+    banners = []
+    for recording in (True, False):
+        window = ReplayWindow(path, recording=recording)
+        qtbot.addWidget(window)
+        with qtbot.waitSignal(window.loaded, timeout=20000):
+            window.start()
+        data = window.data
+        assert data is not None
+        window.data = None                    # shown again, as a session with no end yet
+        window.show_data(dataclasses.replace(
+            data, info=dataclasses.replace(data.info, ended_at_s=None)))
+        banners.append(window.banner_label.text())
+    assert "still being recorded" in banners[0] and "crash" not in banners[0]
+    assert "not closed (a crash or kill)" in banners[1]

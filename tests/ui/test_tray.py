@@ -89,7 +89,7 @@ def test_notifier_shows_opened_and_worse_within_limits() -> None:
 def test_notification_text() -> None:
     n = notification_for(_hint(W, B, "pid 42 leaks"))
     assert n.summary == "Warning: pid 42 leaks"
-    assert n.body.splitlines() == ["GPU 1 · pid 42 (python)", "free 7.2 GiB of 40.0 GiB"]
+    assert n.body.splitlines() == ["GPU 1 · pid 42 · python", "free 7.2 GiB of 40.0 GiB"]
 
 
 @pytest.mark.parametrize(("severities", "level"), [

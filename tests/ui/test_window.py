@@ -49,12 +49,18 @@ def test_a_gpu_lost_and_back(make_window, scenario) -> None:
     assert card.state is GpuState.LOST
     assert not card.badge.isHidden() and card.badge.text() == "LOST"
     assert "RTX A6000" in card.title.text()           # the last known name stays
-    assert "GPU lost" in card.used.text()
+    assert card.used.text().startswith("Last known ")
     assert card.property("lost") is True
+    # its process stays in the table, greyed: not known to have exited
+    model = window.processes.model
+    lost = [k for k in model.exited.rows if k[0] == 1]
+    assert lost and all(model.is_exited(k) for k in lost)
+    assert model.exited.rows[lost[0]].unseen == "GPU lost"
     assert window.cards.cards[0].state is GpuState.OK  # the other GPU keeps updating
     feed(window, backend, [100])                      # back after a reset at 90 s
     assert card.state is GpuState.OK and card.badge.isHidden()
     assert "used" in card.used.text()
+    assert not any(e.unseen for e in model.exited.rows.values())   # running, or exited
 
 
 @pytest.mark.parametrize("name", [s.name for s in builtin_scenarios()])
@@ -104,3 +110,29 @@ def test_banner_says_simulated(make_window) -> None:
     window = make_window(banner="<b>Simulated GPUs</b> — no NVIDIA driver found")
     assert not window.banner.isHidden()
     assert "Simulated GPUs" in window.banner_label.text()
+
+
+def test_a_cluster_view_names_each_gpu_by_its_host_and_hides_host_only_columns(
+        make_window, scenario) -> None:
+    """GPUs read from Prometheus: "host · GPU n  model" on the card, no CPU, RSS or
+    Running column (no host of ours can read them)."""
+    import dataclasses
+
+    from gpuwatch.core.snapshot import BackendKind
+    from gpuwatch.ui.live.process_texts import CPU, RSS, RUNNING
+    from tests.ui.conftest import sample_at
+
+    window = make_window()
+    snap = sample_at(scenario("workstation"), 300.0)
+    gpus = tuple(dataclasses.replace(g, name=f"node-h100-07/{g.index} · H100 80GB HBM3")
+                 for g in snap.gpus)
+    remote = dataclasses.replace(snap, gpus=gpus, backend=dataclasses.replace(
+        snap.backend, kind=BackendKind.PROMETHEUS))
+    window.on_snapshot(remote)
+    title = window.cards.cards[1].title.text()
+    assert title.startswith("node-h100-07 · GPU 1") and "H100 80GB HBM3" in title
+    table = window.processes.table
+    assert all(table.isColumnHidden(c) for c in (CPU, RSS, RUNNING))
+    window.on_snapshot(dataclasses.replace(snap, timestamp_s=snap.timestamp_s + 1))
+    assert not any(table.isColumnHidden(c) for c in (CPU, RSS, RUNNING))
+    assert window.cards.cards[1].title.text().startswith("GPU 1  ")

@@ -8,6 +8,10 @@ banner are left as they are and brought up to date when it is seen again. The
 budgets the user linked in the window (by command line) are handed to the advisor per
 ``(gpu, pid)``, so ``budget-exceeds-capacity``, ``fragmentation`` and ``contention``
 can use them. The tray listens to :attr:`hints_changed` and :attr:`events`.
+
+A likely out-of-memory death keeps the severity of the forecast before it until it
+has been seen (:mod:`~gpuwatch.ui.live.post_mortem`): opening the hint (its row, the
+banner's Show, its notification) or clicking its GPU's card counts as seeing it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from gpuwatch.advisor import Advisor
 from gpuwatch.core.hints import Hint, HintEvent
 from gpuwatch.ui.live import budget_adapter
 from gpuwatch.ui.live.advisor_panel import HintView, hint_view
+from gpuwatch.ui.live.post_mortem import PostMortems
 
 if TYPE_CHECKING:
     from gpuwatch.ui.live.main_window import MainWindow
@@ -41,6 +46,7 @@ class WindowAdvisor(QObject):
         self.window = window
         self.engine = advisor or Advisor()
         self.active: list[Hint] = []
+        self.post_mortems = PostMortems()
         self._linked: dict[ProcessKey, budget_adapter.BudgetRequest] = {}
         self._pending: list[HintEvent] = []
         self._shape: list[tuple[HintKey, str]] = []
@@ -64,7 +70,7 @@ class WindowAdvisor(QObject):
         """Show the open hints (panel, tab title, banner) and announce what changed."""
         start = perf_counter()
         events, self._pending = self._pending, []
-        self.active = self.engine.active
+        self.active = self.post_mortems.apply(self.engine.active)
         w = self.window
         if w.rest_when_hidden and w.sight.out_of_sight():
             self._unseen = True
@@ -74,15 +80,21 @@ class WindowAdvisor(QObject):
         self.show_ms.append((perf_counter() - start) * 1e3)
         if events:
             self.events.emit(events)
+        self._announce(shape)
+
+    def _announce(self, shape: list[tuple[HintKey, str]]) -> None:
         if shape != self._shape:
             self._shape = shape
             self.hints_changed.emit(self.active)
 
     def _show_active(self) -> None:
-        """The open hints in the Advisor tab and the banner (or what cannot judge yet)."""
+        """The open hints in the Advisor tab, the banner and the cards' badges (or what
+        cannot judge yet)."""
         self._unseen = False
         self.window.set_hints([hint_view(h) for h in self.active])
         self.window.hint_banner.set_hints(self.active)
+        self.window.cards.show_hints(self.active)     # badges follow the figures ("~2 min")
+        self.window.plots.set_alert(self.window.cards.worst_gpu())
         if not self.active:
             self._show_pending()
 
@@ -126,6 +138,19 @@ class WindowAdvisor(QObject):
         self._linked = wanted
 
     # following a hint -----------------------------------------------------------------
+    def seen(self, gpu_index: int | None, pid: int | None = None) -> None:
+        """The person has seen the hints on ``gpu_index``: a death kept at its
+        forecast's severity takes its own again (the tray and the card calm down)."""
+        if gpu_index is None or not self.post_mortems.seen(gpu_index, pid):
+            return
+        self.active = self.post_mortems.apply(self.engine.active)
+        w = self.window
+        if w.rest_when_hidden and w.sight.out_of_sight():
+            self._unseen = True
+        else:
+            self._show_active()
+        self._announce([((h.code, h.gpu_index, h.pid), h.severity.value) for h in self.active])
+
     def open_hint(self, key: HintKey | None) -> bool:
         """Bring the Advisor tab forward with the hint ``key`` selected (and its process).
 
@@ -135,6 +160,7 @@ class WindowAdvisor(QObject):
         w.tabs.setCurrentWidget(w.advisor)
         if key is None:
             return False
+        self.seen(key[1], key[2])
         if w.advisor.select_key(key):
             return True
         code, gpu, pid = key
@@ -144,6 +170,7 @@ class WindowAdvisor(QObject):
     def show_target(self, view: HintView) -> None:
         """Select the hint's process; for a hint about a whole GPU, its largest process."""
         w = self.window
+        self.seen(view.gpu, view.pid)
         snap = w.history.latest
         if view.gpu is None or snap is None:
             return

@@ -15,9 +15,11 @@ from typing import Literal
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt, Signal
 from PySide6.QtWidgets import (
+    QFrame,
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QScrollArea,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QVBoxLayout,
@@ -54,9 +56,10 @@ class HintView:
 
     @property
     def where(self) -> str:
-        pid = None if self.pid is None else (
-            f"pid {self.pid}" + (f" ({self.process_name})" if self.process_name else ""))
-        return " · ".join(x for x in (None if self.gpu is None else f"GPU {self.gpu}", pid)
+        """"GPU 0 · pid 71310 · python": flat, so it reads inside brackets too."""
+        pid = None if self.pid is None else f"pid {self.pid}"
+        return " · ".join(x for x in (None if self.gpu is None else f"GPU {self.gpu}", pid,
+                                      self.process_name if self.pid is not None else None)
                           if x)
 
 
@@ -132,9 +135,17 @@ class AdvisorPanel(QWidget):
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setProperty("muted", True)
+        self.empty.setContentsMargins(8, 8, 8, 8)
+        # the checks not judged yet: a list from the top left, one line a check, that
+        # scrolls rather than clip its first lines in a short tab
+        self._empty_scroll = QScrollArea()
+        self._empty_scroll.setWidget(self.empty)
+        self._empty_scroll.setWidgetResizable(True)
+        self._empty_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._empty_scroll.setAccessibleName("Advisor checks not judged yet")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.empty)
+        layout.addWidget(self._empty_scroll)
         layout.addWidget(self.list)
         self.set_hints([])
 
@@ -158,6 +169,7 @@ class AdvisorPanel(QWidget):
         if theme.colors() is not self._colors:
             self._restyle()
         rows = [(h, hint_html(h)) for h in self.hints]
+        self._empty_scroll.setVisible(not self.hints)
         self.empty.setVisible(not self.hints)
         self.list.setVisible(bool(self.hints))
         if [t for _, t in rows] == [t for _, t in self._shown]:
@@ -198,6 +210,12 @@ class AdvisorPanel(QWidget):
             text = ("No hints yet. Not judged yet:\n" + "\n".join(f"• {line}" for line in pending))
         if self.empty.text() != text:
             self.empty.setText(text)
+            # a short sentence centred; a list of checks left-aligned from the top, one
+            # line a check (the tab scrolls sideways for a long one)
+            self.empty.setWordWrap(not pending)
+            self.empty.setAlignment(
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop if pending
+                else Qt.AlignmentFlag.AlignCenter)
 
     def _restyle(self) -> None:
         # a light selection that keeps the labels' own colours readable

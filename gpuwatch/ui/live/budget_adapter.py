@@ -17,6 +17,7 @@ from gpuwatch.advisor import LinkedBudget, link_estimate
 from gpuwatch.budget import catalog
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.estimator import Estimate, estimate
+from gpuwatch.budget.gpus import gpu_choices
 from gpuwatch.budget.hf_config import spec_from_hf_config
 from gpuwatch.budget.levers import what_if
 from gpuwatch.budget.precision import OPTIMIZERS, PRECISIONS
@@ -210,3 +211,20 @@ def request_from_cmdline(cmdline: tuple[str, ...], gpus: int = 1) -> BudgetReque
     except TypeError:
         return None
     return request if predict(request) is not None else None
+
+
+def catalog_gpu(name: str | None, total_bytes: int | None) -> str | None:
+    """The catalog GPU an NVML name means ("NVIDIA A100-SXM4-40GB" → "A100-40GB"): the
+    family's member nearest in memory; None for a GPU the catalog does not know."""
+    if not name:
+        return None
+    name = name.removeprefix("NVIDIA ").strip()
+    found = gpu_choices(name)
+    if len(found) != 1:
+        family = name.replace(" ", "-").split("-")[0]
+        found = found or gpu_choices(family)
+    if not found:
+        return None
+    if total_bytes is None:
+        return found[0].name if len(found) == 1 else None
+    return min(found, key=lambda g: abs(g.memory_bytes - total_bytes)).name

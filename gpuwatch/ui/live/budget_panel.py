@@ -130,11 +130,12 @@ class BudgetPanel(QWidget):
         form.addRow("Recompute", pair)
         pair = QHBoxLayout()
         pair.addWidget(self.zero)
-        pair.addWidget(QLabel("over"))
+        pair.addWidget(QLabel("sharded across"))
         pair.addWidget(self.dp)
-        pair.addWidget(QLabel("GPUs · LoRA rank"))
-        pair.addWidget(self.lora)
+        pair.addWidget(QLabel("GPUs"))
+        pair.addStretch(1)
         form.addRow("ZeRO stage", pair)
+        form.addRow("LoRA rank", self.lora)
 
         self.total = QLabel()
         self.total.setTextFormat(Qt.TextFormat.RichText)
@@ -175,13 +176,13 @@ class BudgetPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(buttons)        # Link first: in view on a 1280×800 screen
         layout.addLayout(form)
         layout.addWidget(self.total)
         layout.addWidget(self.bar)
         layout.addWidget(self.legend)
         layout.addWidget(self.linked)
         layout.addWidget(self.levers, 1)
-        layout.addLayout(buttons)
         self._refresh_presets()
 
         self._timer = QTimer(self)
@@ -302,7 +303,8 @@ class BudgetPanel(QWidget):
                     f"the bar shows the {r.peak_phase}.</span>")
         self.legend.setText(" &nbsp; ".join(parts) + note)
         for change, total, saves in r.what_if:
-            item = QTreeWidgetItem([change, format_bytes(total, u), "−" + format_bytes(saves, u)])
+            # the column says "Saves": a sign would make it a double negative
+            item = QTreeWidgetItem([change, format_bytes(total, u), format_bytes(saves, u)])
             for col in (1, 2):
                 item.setTextAlignment(col, Qt.AlignmentFlag.AlignRight)
             self.levers.addTopLevelItem(item)

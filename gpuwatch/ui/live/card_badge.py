@@ -2,14 +2,16 @@
 
 A triangle for a warning, an octagon (a stop sign) for a critical hint, a slashed
 circle for a lost GPU or failed reads: shape and word carry the state, so it reads
-without telling amber from red. Painted, with its font, metrics and path made once.
+without telling amber from red. The word is the hint's reason ("OOM in ~2 min"); on a
+narrow card the badge gives way down to its first word and an ellipsis (the tooltip
+keeps the whole). Painted, with its font, metrics and path made once.
 """
 
 from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -17,6 +19,7 @@ ICON_WARNING, ICON_CRITICAL, ICON_LOST = "warning", "critical", "lost"
 
 
 class SeverityBadge(QWidget):
+    fitted = Signal()       # its words changed width: the card fits it again
     PAD = 6
     ICON = 10
 
@@ -29,7 +32,8 @@ class SeverityBadge(QWidget):
         self._font: QFont | None = None
         self._text_width = 0.0
         self._ascent = 0.0
-        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self._min_width = 0
+        self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
         self.setAccessibleName("State")
         self.hide()
 
@@ -51,7 +55,7 @@ class SeverityBadge(QWidget):
                                        self._ink.name()):
             self._word, self._icon = word, icon
             self._fill, self._ink = QColor(fill), QColor(ink)
-            self.setAccessibleName(word.capitalize())
+            self.setAccessibleName(word.capitalize() if word.isupper() else word)
             self.setAccessibleDescription(tooltip)
             if changed_size:
                 self._measure()
@@ -66,7 +70,26 @@ class SeverityBadge(QWidget):
         fm = QFontMetricsF(self._font)
         self._text_width = fm.horizontalAdvance(self._word)
         self._ascent = fm.ascent()
-        self.setFixedSize(self.sizeHint())
+        hint = self.sizeHint()
+        first = self._word.split(" ", 1)[0] + ("…" if " " in self._word else "")
+        self._min_width = min(hint.width(), math.ceil(
+            self.PAD * 2 + self.ICON + 4 + fm.horizontalAdvance(first)))
+        self.setFixedHeight(hint.height())
+        self.setMinimumWidth(self._min_width)
+        self.fitted.emit()
+        self.setMaximumWidth(hint.width())
+        self.updateGeometry()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self._min_width, self.sizeHint().height())
+
+    def fit(self, room: float) -> None:
+        """Keep the whole word where ``room`` px allow it (the vitals beside it give way
+        first), else give way down to the first word."""
+        full = self.sizeHint().width()
+        least = min(full, max(self._min_width, math.floor(room)))
+        if least != self.minimumWidth():
+            self.setMinimumWidth(least)
 
     def sizeHint(self) -> QSize:
         fm = QFontMetricsF(self._font or self.font())
@@ -92,8 +115,12 @@ class SeverityBadge(QWidget):
         _draw_icon(p, self._icon, icon, self._ink, self._fill)
         p.setFont(self._font or self.font())
         p.setPen(self._ink)
-        baseline = (r.height() - QFontMetricsF(p.font()).height()) / 2 + self._ascent
-        p.drawText(QPointF(icon.right() + 4, baseline), self._word)
+        fm = QFontMetricsF(p.font())
+        baseline = (r.height() - fm.height()) / 2 + self._ascent
+        room = r.width() - icon.right() - 4 - self.PAD
+        word = self._word if room + 0.5 >= self._text_width else \
+            fm.elidedText(self._word, Qt.TextElideMode.ElideRight, room)
+        p.drawText(QPointF(icon.right() + 4, baseline), word)
         p.end()
 
 

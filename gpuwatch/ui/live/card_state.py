@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gpuwatch.core.hints import Hint, Severity
+from gpuwatch.core.hints import Severity
 from gpuwatch.core.snapshot import GpuState
 from gpuwatch.core.units import UnitSystem, format_bytes
+from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
 
 # The badge's word for each state a card can be in (None: no badge).
@@ -20,34 +21,24 @@ LEVEL_WORDS: Mapping[Severity, str] = {Severity.WARNING: "WARNING",
 STATE_WORDS: Mapping[GpuState, str] = {GpuState.LOST: "LOST", GpuState.ERROR: "ERROR"}
 
 
-def worst_levels(hints: Iterable[Hint]) -> dict[int, Severity]:
-    """GPU index -> the worst warning or critical hint open for it (info hints stay in
-    the Advisor tab and leave the card alone)."""
-    worst: dict[int, Severity] = {}
-    for h in hints:
-        if h.severity >= Severity.WARNING and h.severity > worst.get(h.gpu_index,
-                                                                     Severity.INFO):
-            worst[h.gpu_index] = h.severity
-    return worst
-
-
-def hint_titles(hints: Iterable[Hint]) -> dict[int, tuple[str, ...]]:
-    """GPU index -> "Critical: memory full in ~2 min" lines of its warning and critical
-    hints, worst first (for the badge's tooltip and the card's description)."""
-    out: dict[int, list[str]] = {}
-    for h in sorted(hints, key=lambda h: -h.severity.rank):
-        if h.severity >= Severity.WARNING:
-            out.setdefault(h.gpu_index, []).append(
-                f"{h.severity.value.capitalize()}: {h.title}")
-    return {gpu: tuple(lines) for gpu, lines in out.items()}
-
-
 def level_color(c: theme.Colors, level: Severity | None) -> str | None:
     """The colour of a state; None for a card with nothing open."""
     if level is Severity.CRITICAL:
         return c.critical
     if level is Severity.WARNING:
         return c.warning
+    return None
+
+
+def fill_level(used_percent: float | None, thresholds: Thresholds | None) -> Severity | None:
+    """The memory threshold ``used_percent`` has reached (the settings' 85 and 95 %
+    unless changed): what colours a card's % used."""
+    if used_percent is None or thresholds is None:
+        return None
+    if used_percent >= thresholds.memory_critical_percent:
+        return Severity.CRITICAL
+    if used_percent >= thresholds.memory_warning_percent:
+        return Severity.WARNING
     return None
 
 

@@ -7,6 +7,7 @@ so each line's wording can be read, and tested, on its own.
 from __future__ import annotations
 
 import html
+import re
 
 from gpuwatch.core.snapshot import EXITED_PROCESS_LABEL, GpuSample, HostStatus, ProcessSample
 from gpuwatch.core.units import SIZE_UNITS, UnitSystem, format_bytes, format_percent, format_rate
@@ -15,6 +16,7 @@ from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.live.text_lines import Run
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.bandwidth_units import format_bandwidth
 
 LEGEND_PROCESSES = 3
 
@@ -26,6 +28,18 @@ UTIL_TIP = "Share of time a kernel was running (NVML utilization.gpu)"
 PCIE_TIP = "PCIe receive (↓ host to GPU) and transmit (↑ GPU to host)"
 NVLINK_TIP = ("NVLink receive (↓) and transmit (↑), all links together, from NVML's "
               "throughput counters")
+
+
+_HOST_GPU = re.compile(r"(?P<host>.+)/(?P<gpu>\d+) · (?P<model>.+)")
+
+
+def title_runs(index: int, name: str) -> list[Run]:
+    """"GPU 3  H100 80GB HBM3"; a GPU of a cluster view (named "host/0 · model" by the
+    Prometheus source) reads "host · GPU 0  model": its own host and index first."""
+    m = _HOST_GPU.fullmatch(name)
+    if m is None:
+        return [Run(f"GPU {index}", bold=True), Run(f"  {name}")]
+    return [Run(f"{m['host']} · GPU {m['gpu']}", bold=True), Run(f"  {m['model']}")]
 
 
 def proc_name(p: ProcessSample) -> str:
@@ -70,36 +84,48 @@ def legend_runs(g: GpuSample, procs: list[ProcessSample], units: UnitSystem) -> 
     return runs
 
 
+NO_READING = "—"      # a figure the driver did not give this sample (its reason: tooltip)
+
+
 def metric_texts(g: GpuSample, compact: bool = False) -> tuple[str, str, str, str, str]:
     """(memory busy, bandwidth, GPU busy, PCIe, NVLink); NVLink is "" where the GPU has
     none (or the driver does not count it). ``compact``: the short forms of a narrow
-    card (the tooltips keep the meaning)."""
-    peak = format_rate(g.peak_bandwidth_bytes_per_s)
-    rate = format_rate(g.estimated_bandwidth_bytes_per_s)
+    card (the tooltips keep the meaning). A figure the driver did not give reads "—"
+    (:func:`missing_reason` says why, for the tooltip)."""
+    peak = format_bandwidth(g.peak_bandwidth_bytes_per_s)
+    rate = format_bandwidth(g.estimated_bandwidth_bytes_per_s)
     nvlink = "" if g.nvlink_rx_bytes_per_s is None and g.nvlink_tx_bytes_per_s is None \
         else link_text("NVLink", g.nvlink_rx_bytes_per_s, g.nvlink_tx_bytes_per_s, compact)
     pcie = link_text("PCIe", g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s, compact)
-    busy = format_percent(g.memory_busy_percent)
+    busy = format_percent(g.memory_busy_percent, NO_READING)
+    util = format_percent(g.gpu_util_percent, NO_READING)
     measured = g.measured_bandwidth_bytes_per_s      # the GPU's monitor (GPM) measured it
     if measured is not None:
-        bandwidth = (f"{format_rate(measured)} meas." if compact else
-                     f"{format_rate(measured)} measured (≈ {rate} est.) of {peak}")
-    elif g.estimated_bandwidth_bytes_per_s is None:   # no peak known: no estimate to give
-        bandwidth = "bandwidth n/a" if compact else "bandwidth n/a (peak unknown)" \
-            if g.peak_bandwidth_bytes_per_s is None else f"bandwidth n/a of {peak}"
+        shown = format_bandwidth(measured)
+        bandwidth = (f"{shown} meas." if compact else
+                     f"{shown} measured (≈ {rate} est.) of {peak}")
+    elif g.peak_bandwidth_bytes_per_s is None:    # no peak known: no estimate to give
+        bandwidth = "bandwidth n/a" if compact else "bandwidth n/a (peak unknown)"
+    elif g.estimated_bandwidth_bytes_per_s is None:
+        bandwidth = f"bandwidth {NO_READING}" + ("" if compact else f" of {peak}")
     else:
         bandwidth = f"≈ {rate} est." if compact else f"≈ {rate} est. of {peak}"
     if compact:
-        return (f"Mem busy {busy}", bandwidth,
-                f"GPU busy {format_percent(g.gpu_util_percent)}", pcie, nvlink)
-    return (f"Memory busy {busy} of time", bandwidth,
-            f"GPU busy {format_percent(g.gpu_util_percent)}", pcie, nvlink)
+        return (f"Mem busy {busy}", bandwidth, f"GPU busy {util}", pcie, nvlink)
+    of_time = "" if g.memory_busy_percent is None else " of time"
+    return (f"Memory busy {busy}{of_time}", bandwidth, f"GPU busy {util}", pcie, nvlink)
+
+
+def missing_reason(g: GpuSample) -> str:
+    """The tooltip line for a figure shown as "—"."""
+    return ("No reading this sample: " + g.error) if g.error else \
+        "No reading this sample: the driver gave none for it."
 
 
 def link_text(name: str, rx: float | None, tx: float | None, compact: bool) -> str:
     """"PCIe ↓ 1.8 GB/s  ↑ 644 MB/s"; compact, both in the larger one's unit, said once:
     "PCIe ↓1.8 ↑0.6 GB/s"."""
-    down, up = format_rate(rx), format_rate(tx)
+    down, up = format_rate(rx, unknown=NO_READING), format_rate(tx, unknown=NO_READING)
     if not compact:
         return f"{name} ↓ {down}  ↑ {up}"
     if rx is None or tx is None:

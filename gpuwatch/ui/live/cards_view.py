@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -24,7 +24,7 @@ from gpuwatch.core.hints import Hint, Severity
 from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.core.units import UnitSystem
-from gpuwatch.ui.live.card_state import hint_titles, worst_levels
+from gpuwatch.ui.live.card_reason import badge_text, card_reasons, hint_sentence
 from gpuwatch.ui.live.gpu_card import GpuCard
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.settings import Thresholds
@@ -48,6 +48,10 @@ class CardsView(QScrollArea):
         self.focused_gpu: int | None = None
         self._levels: dict[int, Severity] = {}
         self._hint_lines: dict[int, tuple[str, ...]] = {}
+        self._reasons: dict[int, str] = {}     # GPU index -> its badge's words
+        self._hints: list[Hint] = []
+        self._worst_shown: tuple[int, Severity] | None = None   # the card last scrolled to
+        self._units: UnitSystem = "iec"
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._inner = QWidget()
@@ -120,6 +124,9 @@ class CardsView(QScrollArea):
         """Update every card; True when the cards' layout (and height) changed."""
         if not self.waiting.isHidden():
             self.waiting.hide()
+        if units != self._units:
+            self._units = units
+            self.show_hints(self._hints)
         new = [g.index for g in snap.gpus if g.index not in self.cards]
         gone = [i for i in self.cards if i not in {g.index for g in snap.gpus}] \
             if len(self.cards) + len(new) > len(snap.gpus) else []
@@ -129,11 +136,14 @@ class CardsView(QScrollArea):
             card.deleteLater()
         for index in new:
             card = self.cards[index] = GpuCard(index)
-            card.set_level(self._levels.get(index), self._hint_lines.get(index, ()))
+            card.set_level(self._levels.get(index), self._hint_lines.get(index, ()),
+                           self._reasons.get(index))
             card.set_selected(index == self.focused_gpu)
             card.activated.connect(self._card_activated)
         if new or gone:
             self._relayout()
+            self._worst_shown = None
+            self.show_worst()
         history = self.history
         for g in snap.gpus:
             self.cards[g.index].update_sample(
@@ -149,18 +159,54 @@ class CardsView(QScrollArea):
     # hints and focus ----------------------------------------------------------------
     def show_hints(self, hints: Iterable[Hint]) -> None:
         """The advisor's open hints (``WindowAdvisor.hints_changed``): each card's outline
-        and badge become the worst warning or critical hint for its GPU."""
-        hints = list(hints)
-        self.set_hint_levels(worst_levels(hints), hint_titles(hints))
+        is the worst warning or critical hint for its GPU, and its badge names that
+        hint's reason ("OOM in ~2 min"), with the hints' sentences as its tooltip."""
+        self._hints = list(hints)
+        reasons = card_reasons(self._hints)
+        self.set_hint_levels(
+            {gpu: hs[0].severity for gpu, hs in reasons.items()},
+            {gpu: tuple(hint_sentence(h) for h in hs) for gpu, hs in reasons.items()},
+            {gpu: badge_text(hs[0], self._units) for gpu, hs in reasons.items()})
+        self.show_worst()
 
     def set_hint_levels(self, levels: Mapping[int, Severity],
-                        lines: Mapping[int, tuple[str, ...]] | None = None) -> None:
+                        lines: Mapping[int, tuple[str, ...]] | None = None,
+                        reasons: Mapping[int, str] | None = None) -> None:
         """GPU index -> its worst open hint's severity (a GPU not given has none);
-        ``lines``: the hints' titles per GPU, for the badge's tooltip."""
+        ``lines``: the hints' sentences per GPU, for the badge's tooltip; ``reasons``:
+        the badge's words per GPU (else the severity's)."""
         self._levels = dict(levels)
         self._hint_lines = dict(lines or {})
+        self._reasons = dict(reasons or {})
         for index, card in self.cards.items():
-            card.set_level(self._levels.get(index), self._hint_lines.get(index, ()))
+            card.set_level(self._levels.get(index), self._hint_lines.get(index, ()),
+                           self._reasons.get(index))
+
+    def worst_gpu(self) -> int | None:
+        """The GPU of the worst open hint (critical before warning, lowest index first);
+        None when no card has one."""
+        if not self._levels:
+            return None
+        return min(self._levels, key=lambda i: (-self._levels[i].rank, i))
+
+    def show_worst(self) -> None:
+        """Scroll the worst card into view, where the cards scroll: a critical GPU in
+        the second row of eight is never hidden under the fold."""
+        worst = self.worst_gpu()
+        card = None if worst is None else self.cards.get(worst)
+        if worst is None or card is None:
+            self._worst_shown = None
+            return
+        shown = (worst, self._levels[worst])
+        if shown != self._worst_shown:      # only when it changes: a user may scroll away
+            self._worst_shown = shown
+            # after the layout has placed a card that came with this sample
+            QTimer.singleShot(0, lambda: self._scroll_to(worst))
+
+    def _scroll_to(self, index: int) -> None:
+        card = self.cards.get(index)
+        if card is not None:
+            self.ensureWidgetVisible(card, 0, 0)
 
     def set_focused_gpu(self, index: int | None) -> None:
         """Mark the GPU the window is focused on (None: all), without a signal."""

@@ -10,8 +10,11 @@ The work happens when the set of processes changes (:meth:`ExitedProcesses.obser
 and when the oldest entry is due (:meth:`ExitedProcesses.expire`); a sample with the
 same processes costs one comparison.
 
-Only GPUs whose process list was read count: a lost GPU, or one whose list NVML would
-not give (``processes_error``), has not lost its processes, we just cannot see them.
+A lost GPU, or one whose list NVML would not give (``processes_error``), has not lost
+its processes, we just cannot see them: they are kept the same way, greyed, with
+``unseen`` saying why ("GPU lost") instead of an exit, so the table neither drops them
+nor moves the selection. When their GPU is read again a process listed again is a
+running row again; one no longer listed has exited (at that sample).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ EXITED_ROW_LIMIT = 1000     # rows kept at most (a box running a short job a sec
 class Exited(NamedTuple):
     sample: ProcessSample     # its last sample: what it held, its name and command line
     exited_at_s: float        # the first snapshot without it
+    unseen: str | None = None  # why it could not be seen ("GPU lost"): not known to exit
+    reason: str | None = None  # the driver's words for it
 
     @property
     def clock(self) -> str:
@@ -58,17 +63,37 @@ class ExitedProcesses:
             changed = True
         gone = old.keys() - new.keys()
         if gone:
-            readable = {g.index for g in snapshot.gpus
-                        if g.state is GpuState.OK and g.processes_error is None}
+            unreadable = _unreadable(snapshot)
             now = snapshot.timestamp_s
             for key in sorted(gone):
-                if key[0] in readable:
-                    rows.pop(key, None)
-                    rows[key] = Exited(old[key], now)
-                    changed = True
+                rows.pop(key, None)
+                why = unreadable.get(key[0])
+                rows[key] = Exited(old[key], now) if why is None else \
+                    Exited(old[key], now, why[0], why[1])
+                changed = True
             if len(rows) > self.limit:                     # the oldest go first
                 for key in list(rows)[:len(rows) - self.limit]:
                     del rows[key]
+        if changed:
+            self._changed()
+        return changed
+
+    def settle(self, snapshot: Snapshot) -> bool:
+        """Rows unseen on a GPU that is read again and does not list them have exited
+        (at this snapshot). Costs nothing while no row is unseen. True on a change."""
+        if not any(e.unseen for e in self.rows.values()):
+            return False
+        unreadable = _unreadable(snapshot)
+        listed = {(p.gpu_index, p.pid) for p in snapshot.processes}
+        now = snapshot.timestamp_s
+        changed = False
+        for key, e in list(self.rows.items()):
+            if e.unseen and key[0] not in unreadable:
+                if key in listed:
+                    del self.rows[key]
+                else:
+                    self.rows[key] = Exited(e.sample, now)
+                changed = True
         if changed:
             self._changed()
         return changed
@@ -92,3 +117,15 @@ class ExitedProcesses:
         times = [e.exited_at_s for e in self.rows.values()]
         self._due_s = min(times) + self.keep_s if times else math.inf
         self._newest_s = max(times) if times else -math.inf
+
+
+def _unreadable(snapshot: Snapshot) -> dict[int, tuple[str, str | None]]:
+    """GPU index -> (why its processes cannot be seen, the driver's words)."""
+    out = {}
+    for g in snapshot.gpus:
+        if g.state is not GpuState.OK:
+            out[g.index] = ("GPU lost" if g.state is GpuState.LOST else "GPU unreadable",
+                            g.error)
+        elif g.processes_error is not None:
+            out[g.index] = ("process list unreadable", g.processes_error)
+    return out

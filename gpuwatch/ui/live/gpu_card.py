@@ -39,6 +39,7 @@ from gpuwatch.ui.live.card_state import (
     LEVEL_WORDS,
     STATE_WORDS,
     describe,
+    fill_level,
     level_color,
     lost_phrase,
 )
@@ -78,6 +79,9 @@ class GpuCard(CardFrame):
         self._error = ""
         self.level: Severity | None = None    # the worst open warning/critical hint
         self._hint_lines: tuple[str, ...] = ()
+        self._reason: str | None = None       # the badge's words: the worst hint's reason
+        self._used_percent: float | None = None
+        self._thresholds: Thresholds | None = None
         self.lost_since: float | None = None  # snapshot time the GPU was first seen lost
         self.height_changed = False   # the budget line came or went: the view may re-fit
         self._total_bytes: int | None = None
@@ -89,9 +93,11 @@ class GpuCard(CardFrame):
         self._compact = False
         self._ticks_key: tuple | None = None
         self._metrics_of: tuple[GpuSample, Thresholds] | None = None
+        self._fit_key: tuple | None = None     # what _fits_long last measured
 
         self.title = TextPart(self, fit_text=True)
         self.badge = SeverityBadge()
+        self.badge.fitted.connect(self._fit_badge)
         self.vitals = TextPart(self, fit_text=True, align_right=True)
         self.percent = BigFigure(self)
         self.free = BigFigure(self, align_right=True)
@@ -164,8 +170,9 @@ class GpuCard(CardFrame):
         """Show ``g`` (sampled at ``now_s``); ``ring`` is its history, for the sparkline."""
         if g.name:
             self._name = g.name.removeprefix("NVIDIA ")
-        self.title.set_runs([Run(f"GPU {g.index}", bold=True), Run(f"  {self._name}")],
-                            g.uuid or None)
+        self.title.set_runs(card_texts.title_runs(g.index, self._name),
+                            f"GPU {g.index} in this window" + (f" · {g.uuid}" if g.uuid else ""))
+        self._thresholds = thresholds
         self._set_state(g, now_s)
         self._apply_colors()
         self._show_thresholds(thresholds)
@@ -192,16 +199,17 @@ class GpuCard(CardFrame):
                              "capacity: the critical threshold")))
         self.spark.set_guides((warn / 100, crit / 100))
 
-    def set_level(self, level: Severity | None, lines: tuple[str, ...] = ()) -> None:
-        """The worst open warning or critical hint for this GPU (None: none), and the
-        hints' titles for the badge's tooltip. Nothing changed, nothing repaints."""
+    def set_level(self, level: Severity | None, lines: tuple[str, ...] = (),
+                  reason: str | None = None) -> None:
+        """The worst open warning or critical hint for this GPU (None: none), the hints'
+        sentences for the badge's tooltip, and the badge's words (``reason``: "OOM in
+        ~2 min"; None: the severity's word). Nothing changed, nothing repaints."""
         if level is not None and level < Severity.WARNING:
             level = None
-        if (level, lines) == (self.level, self._hint_lines):
+        if (level, lines, reason) == (self.level, self._hint_lines, self._reason):
             return
-        self.level, self._hint_lines = level, lines
+        self.level, self._hint_lines, self._reason = level, lines, reason
         self._update_badge()
-        self._color_percent()
         self._describe()
         self._set_outline()
 
@@ -243,7 +251,7 @@ class GpuCard(CardFrame):
             self.badge.set_state(STATE_WORDS[self.state], ICON_LOST, c.critical,
                                  c.on_severity, self._error)
         elif self.level is not None:
-            self.badge.set_state(LEVEL_WORDS[self.level], _ICONS[self.level],
+            self.badge.set_state(self._reason or LEVEL_WORDS[self.level], _ICONS[self.level],
                                  level_color(c, self.level) or c.warning, c.on_severity,
                                  "\n".join(self._hint_lines))
         else:
@@ -276,11 +284,15 @@ class GpuCard(CardFrame):
         self._color_percent()
 
     def _color_percent(self) -> None:
-        """% used (or "lost 55 s ago") in the colour of the card's state."""
+        """% used in the colour of its memory threshold ("lost 55 s ago" in the critical
+        colour): how full the GPU is, whatever a hint says (an empty card after a crash
+        is not amber; the badge and outline carry the hint)."""
         c = theme.colors()
         lost = self.state is not GpuState.OK
-        self.percent.set_colors(c.critical if lost else level_color(c, self.level) or c.text,
-                                c.muted)
+        self.percent.set_colors(c.critical if lost else self._fill_color(c), c.muted)
+
+    def _fill_color(self, c: theme.Colors) -> str:
+        return level_color(c, fill_level(self._used_percent, self._thresholds)) or c.text
 
     # contents -----------------------------------------------------------------------
     def _show_lost(self, g: GpuSample, now_s: float | None) -> None:
@@ -289,16 +301,19 @@ class GpuCard(CardFrame):
         phrase = lost_phrase(g.state, since)
         c = theme.colors()
         self.percent.set_figure(phrase, "", c.critical, c.muted)
-        head = "GPU lost" if g.state is GpuState.LOST else "Read failed"
+        # the badge says LOST and the big figure "lost 55 s ago": these lines say what was
+        # last known and the driver's words, whole in the tooltip where they are cut
         if self._last_known is not None:
             runs, segments, total = self._last_known
-            self.used.set_runs([Run(f"{head} · last known "), *runs])
+            self.used.set_runs([Run("Last known "), *runs])
             self.bar.set_data(total, segments, greyed=True)
         else:
-            self.used.set(f"No data — {head}")
+            self.used.set("No data before it was lost" if g.state is GpuState.LOST
+                          else "No data before the reads failed")
             self.bar.set_data(1.0, [], greyed=True)
         self.bar.set_overlay(0, None, "iec")
-        self.legend.set(g.error or "no reason given by the driver")
+        reason = g.error or "no reason given"
+        self.legend.set(f"Driver: {reason}", f"The driver's reason: {reason}")
         for label in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
             label.set("")
         self.nvlink.hide()
@@ -331,8 +346,9 @@ class GpuCard(CardFrame):
         self.bar.set_overlay(overlay_start, overlay, units)
 
         frac = m.used_fraction
-        self.percent.set_figure(format_percent(None if frac is None else 100 * frac), "used",
-                                level_color(c, self.level) or c.text, c.muted)
+        self._used_percent = None if frac is None else 100 * frac
+        self.percent.set_figure(format_percent(self._used_percent), "used",
+                                self._fill_color(c), c.muted)
         free = format_bytes(m.free_bytes, units)
         self.free.set_figure(free, "free", c.text, c.muted)
         used = card_texts.used_runs(g, units)
@@ -397,25 +413,68 @@ class GpuCard(CardFrame):
             grid.addItem(part, row, col, 1, span)
         self.bandwidth.setVisible(not compact and self.state is GpuState.OK)
 
+    def _fit_badge(self) -> None:
+        """The badge's reason whole where the card has room beside "GPU 3" and a
+        temperature; the power and the model name give way first."""
+        margins = self.layout().contentsMargins()
+        vitals = QFontMetricsF(self.font()).horizontalAdvance("88 °C")
+        self.badge.fit(self.width() - margins.left() - margins.right()
+                       - self.title.minimumWidth() - vitals - 12)
+
     def resizeEvent(self, event: object) -> None:
         super().resizeEvent(event)   # type: ignore[arg-type]
-        compact = self.width() < self.COMPACT_BELOW
+        self._fit_badge()
+        if self._metrics_of is not None and self.state is GpuState.OK:
+            self._show_metrics(*self._metrics_of)
+        elif (self.width() < self.COMPACT_BELOW) != self._compact:
+            self._set_compact(not self._compact)
+
+    def _set_compact(self, compact: bool) -> None:
         if compact != self._compact:
             self._compact = compact
             self._place_metrics()
-            if self._metrics_of is not None and self.state is GpuState.OK:
-                self._show_metrics(*self._metrics_of)
+
+    def _fits_long(self, texts: tuple[str, ...]) -> bool:
+        """Whether the long forms fit their half of the card whole. Once in the short
+        forms, the long ones come back only with 8 % to spare, so a figure that gains a
+        digit does not flip the card back and forth. Measured again only when the
+        card's width, its font or a text's length changed (digits are as wide as each
+        other in the fonts cards use)."""
+        if self.width() < self.COMPACT_BELOW:
+            return False
+        key = (self.width(), self._compact, self.font().pointSizeF(), *map(len, texts))
+        if key == self._fit_key:
+            return not self._compact
+        self._fit_key = key
+        margins = self.layout().contentsMargins()
+        column = (self.width() - margins.left() - margins.right()
+                  - self._metrics.horizontalSpacing()) / 2
+        fm = QFontMetricsF(self.font())
+        need = max(fm.horizontalAdvance(t) for t in texts)
+        return need <= (column * 0.92 if self._compact else column)
 
     def _show_metrics(self, g: GpuSample, thresholds: Thresholds) -> None:
+        """The figures, in their long forms where those fit the card whole, else in the
+        short ones (the tooltips keep the meaning)."""
         self._metrics_of = (g, thresholds)
+        texts = card_texts.metric_texts(g, False)
+        self._set_compact(not self._fits_long(texts))
         compact = self._compact
-        busy, bandwidth, util, pcie, nvlink = card_texts.metric_texts(g, compact)
-        self.busy.set(busy, card_texts.BUSY_TIP + (f"\n\n{bandwidth}" if compact else ""))
-        self.bandwidth.set(bandwidth, card_texts.BANDWIDTH_TIP)
-        self.util.set(util, card_texts.UTIL_TIP)
-        self.pcie.set(pcie, card_texts.PCIE_TIP)
+        if compact:
+            texts = card_texts.metric_texts(g, True)
+        busy, bandwidth, util, pcie, nvlink = texts
+        none = card_texts.NO_READING
+
+        def tip(text: str, base: str) -> str:
+            return f"{base}\n\n{card_texts.missing_reason(g)}" if none in text else base
+
+        self.busy.set(busy, tip(busy, card_texts.BUSY_TIP)
+                      + (f"\n\n{bandwidth}" if compact else ""))
+        self.bandwidth.set(bandwidth, tip(bandwidth, card_texts.BANDWIDTH_TIP))
+        self.util.set(util, tip(util, card_texts.UTIL_TIP))
+        self.pcie.set(pcie, tip(pcie, card_texts.PCIE_TIP))
         if nvlink:
-            self.nvlink.set(nvlink, card_texts.NVLINK_TIP)
+            self.nvlink.set(nvlink, tip(nvlink, card_texts.NVLINK_TIP))
         if bool(nvlink) == self.nvlink.isHidden():
             self.nvlink.setVisible(bool(nvlink))
             self.height_changed = True
@@ -437,7 +496,8 @@ class GpuCard(CardFrame):
         if self.state is not GpuState.OK:
             state = f"{STATE_WORDS[self.state]}, {self.percent.text()}"
         elif self.level is not None:
-            state = LEVEL_WORDS[self.level].capitalize()
+            state = LEVEL_WORDS[self.level].capitalize() + (
+                f", {self._reason}" if self._reason else "")
         figures = () if self.state is not GpuState.OK else (
             f"{self.percent.text()}, {self.free.text()}",)
         key = (self._name, state, self._hint_lines, figures, self.used.text(),

@@ -35,7 +35,7 @@ from gpuwatch.ui.live.cards_view import CardsView
 from gpuwatch.ui.live.gpu_focus import GpuFocus
 from gpuwatch.ui.live.hint_banner import HintBanner
 from gpuwatch.ui.live.overlay import Overlay
-from gpuwatch.ui.live.plan_panel import PlanPanel
+from gpuwatch.ui.live.plan_panel import PlanPanel, plan_context
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.redraw_pace import RedrawPace
@@ -120,6 +120,7 @@ class MainWindow(QMainWindow):
         for widget, name in zip((self.processes, budget_page, self.advisor), TABS, strict=True):
             self.tabs.addTab(widget, name)
         self.plan = PlanPanel()  # computed off the GUI thread when first shown
+        self.plan.context = self._plan_context
         self.tabs.addTab(self.plan, "Plan")
         self.bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottom.setObjectName("bottomSplitter")
@@ -164,8 +165,8 @@ class MainWindow(QMainWindow):
         self.plots.window_changed.connect(self._window_changed)
         self.plots.live_changed.connect(lambda _: self.set_sampling_state(self.sampling_state))
         self.hint_source = WindowAdvisor(self)
-        self.hint_source.hints_changed.connect(self.cards.show_hints)
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
+        self.cards.focus_requested.connect(self.hint_source.seen)   # a card clicked: seen
         build_menus(self, (*TABS, "Plan"))
         self._restore()
         self.apply_preferences(self.prefs, initial=True)
@@ -250,6 +251,22 @@ class MainWindow(QMainWindow):
         below = self.bottom.minimumSizeHint().height()
         want = max(self.cards.minimumHeight(), min(self.cards.preferred_height(), total - below))
         self.main.setSizes([want, max(below, total - want)])
+
+    def _plan_context(self) -> tuple[tuple[str, ...], str | None]:
+        return plan_context(self.history.latest, self.links.get)
+
+    COMMAND_PX = 320      # the Command column's share when the window has room for it
+
+    def fit_bottom(self) -> None:
+        """Split plots and tabs by what the table needs: its columns whole with a
+        Command column of COMMAND_PX, the plots the rest, never under a third. A wide
+        window no longer leaves the plots in its left third beside empty table space."""
+        total = self.bottom.width()
+        if total <= 0:
+            return
+        need = sum(self.processes.default_widths()) + self.COMMAND_PX + 40
+        tabs = min(need, total * 2 // 3)
+        self.bottom.setSizes([total - tabs, tabs])
 
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text
@@ -430,6 +447,8 @@ class MainWindow(QMainWindow):
         super().showEvent(event)  # type: ignore[arg-type]
         if self.settings.state("splitter_main") is None:
             self.fit_cards()
+        if self.settings.state("splitter_bottom") is None:
+            self.fit_bottom()
         self.sight.follow()
         self.catch_up(just_shown=True)
 

@@ -9,6 +9,7 @@ was overtaken by a newer one is dropped.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,11 +29,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.core.units import format_bytes
+from gpuwatch.ui.live.budget_adapter import BudgetRequest, catalog_gpu
+from gpuwatch.ui.live.plan_costs import amount, cost_cells, cost_summary
 
 CUSTOM = "(model below)"
 COLUMNS = ("GPU", "GPUs", "Layout", "Fits", "Max micro-batch", "Micro × accum", "Peak / GPU",
-           "Step", "Bound", "Throughput / GPU", "Cost / epoch", "Instance")
+           "Step", "Bound", "Throughput / GPU", "Cost / h", "Cost / epoch", "Cost / 1M tokens",
+           "Instance")
+SUMMARY_LINES = 3      # the advice under the table: the rest is in its tooltip
 
 
 class _Results(QObject):
@@ -69,6 +75,25 @@ def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
     return make_plan(request, read_prices())
 
 
+def plan_context(snap: Snapshot | None,
+                 linked: Callable[[tuple[str, ...]], BudgetRequest | None]
+                 ) -> tuple[tuple[str, ...], str | None]:
+    """This machine's GPUs (catalog names) and the model of the workload running here:
+    the largest process's linked budget's, else its ``--model`` argument."""
+    if snap is None:
+        return (), None
+    gpus = tuple(name for g in snap.gpus if (name := catalog_gpu(
+        g.name, g.memory.total_bytes)) is not None)
+    model = None
+    for p in sorted(snap.processes, key=lambda p: -(p.used_bytes or 0)):
+        request = linked(p.cmdline)
+        if request is not None:
+            return gpus, request.model
+        if model is None and "--model" in p.cmdline[:-1]:
+            model = p.cmdline[p.cmdline.index("--model") + 1]
+    return gpus, model
+
+
 class PlanPanel(QWidget):
     """Inputs on top, the configurations in a sortable table, the advice below."""
 
@@ -84,6 +109,9 @@ class PlanPanel(QWidget):
         self._started = False
         self.plan: Any = None
         self.error = ""
+        # asked once, on first show: (this machine's catalog GPUs, the workload's model)
+        self.context: Callable[[], tuple[tuple[str, ...], str | None]] | None = None
+        self.machine: tuple[str, ...] = ()
 
         self.preset = QComboBox()
         for name, p in PRESETS.items():
@@ -193,7 +221,24 @@ class PlanPanel(QWidget):
         super().showEvent(event)
         if not self._started:
             self._started = True
+            if self.context is not None:
+                self.set_machine(*self.context())
             self.refresh()
+
+    def set_machine(self, gpus: tuple[str, ...], model: str | None) -> None:
+        """Open on this machine: its GPUs' rows first and marked, and the workload
+        running here (a linked budget's or the largest process's catalog model) in place
+        of the first preset."""
+        self.machine = tuple(dict.fromkeys(gpus))
+        if model and self.model.findText(model) >= 0:
+            for combo, value in ((self.preset, None), (self.model, model)):
+                combo.blockSignals(True)
+                if value is None:
+                    combo.setCurrentIndex(combo.findData(CUSTOM))
+                else:
+                    combo.setCurrentText(value)
+                combo.blockSignals(False)
+            self.model.setEnabled(True)
 
     def _changed(self) -> None:
         if self._started:
@@ -234,7 +279,6 @@ class PlanPanel(QWidget):
             IGNORES,
             counts_tokens,
             merit,
-            money,
             preset_lines,
             rate,
             seconds,
@@ -245,7 +289,8 @@ class PlanPanel(QWidget):
         book = plan.prices
         currency = book.currency if book else ""
         transformer = counts_tokens(plan.request.spec)
-        configs = plan.sorted_configs(sort)
+        here = set(self.machine)
+        configs = sorted(plan.sorted_configs(sort), key=lambda c: c.hardware.name not in here)
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(configs))
         for r, c in enumerate(configs):
@@ -261,12 +306,18 @@ class PlanPanel(QWidget):
                 seconds(c.step.total_s) if c.step else "—",
                 c.step.bound if c.step else "—",
                 f"{rate(per)} {unit}" if per is not None else "—",
-                money(fit.cost_per_epoch if fit.cost_per_epoch is not None
-                      else fit.cost_per_step, currency) if fit else "—",
+                *(cost_cells(fit, currency, transformer) if fit else ("—", "—", "—")),
                 fit.instance.name if fit else "—",
             )
+            mine = c.hardware.name in here
+            if mine:
+                cells = (f"{cells[0]} · this machine", *cells[1:])
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
+                if mine:
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
                 if c.note:
                     item.setToolTip(c.note)
                 elif col == 0:
@@ -286,10 +337,8 @@ class PlanPanel(QWidget):
             f = plan.cheapest
             lines.append(f"<b>Cheapest:</b> {f.instance.name} ({f.instance.provider}), "
                          f"{f.config.gpus}× {f.config.hardware.name}: "
-                         f"{money(f.cost_per_step, currency)} per step"
-                         + (f", {money(f.cost_per_epoch, currency)} per epoch"
-                            if f.cost_per_epoch is not None else "")
-                         + (f" (spot {money(f.spot_cost_per_epoch, currency)})"
+                         f"{cost_summary(f, currency, transformer)}"
+                         + (f" (spot {amount(f.spot_cost_per_epoch, currency)} per epoch)"
                             if f.spot_cost_per_epoch is not None else "") + ".")
         if plan.spot is not None:
             lines.append(f"<b>Spot:</b> {plan.spot.caveat}; checkpoint every "
@@ -297,7 +346,7 @@ class PlanPanel(QWidget):
         preset = [html.escape(line.strip().removeprefix("Preset "))
                   for line in preset_lines(plan)]
         if preset:
-            lines.append("<b>Preset</b> " + "<br>".join(preset))
+            lines.append("<b>Preset</b> " + " · ".join(preset))
         if plan.levers:
             levers = ", ".join(f"{lv.change} (saves {format_bytes(lv.saves_bytes)}, "
                                f"time {lv.time_ratio - 1:+.0%})" for lv in plan.levers[:4])
@@ -307,7 +356,9 @@ class PlanPanel(QWidget):
             lines.append("<b>Beyond one node</b> (fewest GPUs under ZeRO-3): "
                          + ", ".join(needs) + ".")
         lines.append("<b>The roofline ignores</b> " + "; ".join(IGNORES) + ".")
-        self.advice.setHtml("<br>".join(lines))
+        # a summary of three lines; the rest (and all of it) in the tooltip
+        self.advice.setHtml("<br>".join(lines[:SUMMARY_LINES]))
+        self.advice.setToolTip("<br>".join(lines))
 
     def closeEvent(self, event: Any) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -28,7 +28,7 @@ from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.live.memory_bar import Segment
-from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay, Prediction
+from gpuwatch.ui.live.overlay import CATEGORY_LABELS, Overlay, Prediction, budget_color
 from gpuwatch.ui.live.text_lines import Run
 from gpuwatch.ui.widgets import theme
 
@@ -42,7 +42,6 @@ SPLIT_HELP = (
 )
 SHORT_CATEGORY = {"parameters": "params", "gradients": "grads", "optimizer": "optimizer",
                   "temporaries": "activations"}
-_SHORT_COLOR = {"temporaries": "activations"}
 ALLOCATED_COLUMNS = {"timestamp_s": np.float64, "allocated_bytes": np.float64}
 FORGET_AFTER_S = 30.0   # a probe silent this long loses its allocated history
 
@@ -232,8 +231,7 @@ def legend_lines(pid: int, split: list[Segment], report: ProbeReport, overlay: O
         second = [Run("Tensors "), Run(format_bytes(pred.total_bytes, units), bold=True),
                   Run(" = ", c.muted)]
         for key, size in pred.categories:
-            color = QColor(theme.CATEGORY_COLORS.get(_SHORT_COLOR.get(key, key),
-                                                     theme.CATEGORY_COLORS["other"]))
+            color = QColor(budget_color(key))   # as the bar under it draws the category
             name = SHORT_CATEGORY.get(key) or CATEGORY_LABELS.get(key, key).lower()
             second += [Run(f"{name} ", swatch=Segment(size, color, "")),
                        Run(f"{format_bytes(size, units)}  ")]

@@ -163,6 +163,7 @@ class ProcessModel(ProcessRows):
         same = len(samples) == len(seen) and (list(samples) == list(seen)
                                               or samples.keys() == seen.keys())
         changed = not same and exited.observe(seen, samples, snapshot)
+        changed = exited.settle(snapshot) or changed
         if exited.expire(snapshot.timestamp_s) or changed:
             self._exited_texts = {}
         return same

@@ -28,17 +28,18 @@ from PySide6.QtWidgets import (
 )
 
 from gpuwatch.core.history import History
-from gpuwatch.core.snapshot import ProcessSample
+from gpuwatch.core.snapshot import BackendKind, ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.core.wording import plural
 from gpuwatch.ui.live.probe_view import ProbeHistory
 from gpuwatch.ui.live.process_model import MEMORY, NAME, Key, ProcessModel, command_line
 from gpuwatch.ui.live.process_plot import ProcessPlot
 from gpuwatch.ui.live.process_table import PADDING, SWATCH, SWATCH_GAP, ProcessTable, SortHeader
+from gpuwatch.ui.live.process_texts import CPU, RSS, RUNNING
 
 # What a cell typically says, per column but the last (Command, which takes the rest): the
 # default widths show these whole, and each header beside its sort arrow when sorted.
-COLUMN_SAMPLES = ("4194304", "username", "gnome-shell", "0", "88.8 GiB", "probe · 88.8 GiB",
+COLUMN_SAMPLES = ("4194304", "username", "python · eval.py", "0", "88.8 GiB", "probe · 888.8 GiB",
                   "100 %", "88.8 GiB", "exited 00:00:00", "docker:0123456789ab")
 
 
@@ -65,6 +66,7 @@ class ProcessPanel(QWidget):
         self._auto_key: Key | None = None   # the row selected for the user, not by them
         self._exited_version = -1     # the model's exited rows the actions were set for
         self.model = ProcessModel()
+        self._remote = False          # the host-only columns are hidden
         self.probe_history = ProbeHistory()   # fed by the window, one snapshot at a time
 
         self.filter = QLineEdit()
@@ -153,6 +155,17 @@ class ProcessPanel(QWidget):
         assert isinstance(header, SortHeader)
         header.fit_sorted()
 
+    HOST_ONLY = (CPU, RSS, RUNNING)   # what only the processes' own host can read
+
+    def _hide_unknowable(self, snap: Snapshot) -> None:
+        """Read from a Prometheus server (other hosts' GPUs) the host-only columns
+        cannot be known: hidden rather than a column of n/a."""
+        remote = snap.backend.kind is BackendKind.PROMETHEUS
+        if remote != self._remote:
+            self._remote = remote
+            for col in self.HOST_ONLY:
+                self.table.setColumnHidden(col, remote)
+
     def default_widths(self) -> list[int]:
         """Column widths from the font: each shows its sample text and its header."""
         metrics = QFontMetrics(self.table.font())
@@ -173,14 +186,19 @@ class ProcessPanel(QWidget):
             return
         model = self.model
         model.update_snapshot(snap)
+        self._hide_unknowable(snap)
         total = len(snap.processes)
         shown = model.live_rows
         text = (f"{shown} of {plural(total, 'process', 'processes')}" if shown != total
                 else plural(total, "process", "processes"))
         if model.gpu is not None:
             text += f" · GPU {model.gpu} only"
-        if model.exited_rows:
-            text += f" · {model.exited_rows} exited"
+        unseen = sum(1 for k in model.keys[model.live_rows:]
+                     if (e := model.exited.rows.get(k)) is not None and e.unseen)
+        if model.exited_rows - unseen:
+            text += f" · {model.exited_rows - unseen} exited"
+        if unseen:
+            text += f" · {unseen} unknown"
         self.count.setText(text)
         self.table.set_empty_text(self.empty_text())
         if model.exited.version != self._exited_version:   # a process left or went

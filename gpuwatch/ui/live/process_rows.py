@@ -39,6 +39,7 @@ from gpuwatch.ui.live.process_texts import (
     USER,
     command_line,
     running_step,
+    shown_name,
 )
 
 Key = tuple[int, int]   # (gpu index, pid)
@@ -49,7 +50,7 @@ RUN = 100   # rows per dataChanged: Qt repaints the whole viewport for larger ra
 # What the rows' order depends on, per sort column, read from the samples in one pass:
 # while these hold, a quiet re-sort has nothing to do. (Running time sorts by start: its
 # order does not change as the clock moves.)
-_ORDER_FIELDS = {PID: attrgetter("pid"), USER: attrgetter("user"), NAME: attrgetter("name"),
+_ORDER_FIELDS = {PID: attrgetter("pid"), USER: attrgetter("user"), NAME: shown_name,
                  GPU: attrgetter("gpu_index"), MEMORY: attrgetter("used_bytes"),
                  CPU: attrgetter("cpu_percent"), RSS: attrgetter("rss_bytes"),
                  RUNNING: attrgetter("started_at_s"), CONTAINER: attrgetter("container"),
@@ -308,7 +309,7 @@ class ProcessRows(QAbstractTableModel):
         if col == USER:
             return lambda p, k: p.user or ""
         if col == NAME:
-            return lambda p, k: (p.name or "").lower()
+            return lambda p, k: shown_name(p).lower()     # as the column reads
         if col == GPU:
             return lambda p, k: p.gpu_index
         if col == MEMORY:

@@ -6,6 +6,8 @@ Running rows are formatted every sample they are shown; exited rows (see
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 
 from gpuwatch.core.snapshot import (
@@ -21,6 +23,46 @@ COLUMNS = ("PID", "User", "Name", "GPU", "GPU memory", "Budget", "CPU %", "RSS",
            "Container", "Command")
 PID, USER, NAME, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING, CONTAINER, COMMAND = range(len(COLUMNS))
 NUMERIC = {PID, GPU, MEMORY, BUDGET, CPU, RSS, RUNNING}
+
+
+# launchers whose own name says little: their script names the job
+_LAUNCHERS = re.compile(r"(python|pypy|torchrun|accelerate|deepspeed|mpirun|bash|sh)"
+                        r"[\d.]*(\.exe)?", re.IGNORECASE)
+_FLAG_VALUES = {"-c", "-W", "-X", "--nproc_per_node", "--nproc-per-node", "--nnodes",
+                "--config_file", "--config-file", "--num_processes", "--num-processes"}
+SCRIPT_CHARS = 40
+
+
+def script_name(cmdline: tuple[str, ...]) -> str | None:
+    """What a launcher runs: ``pretrain.py`` for ``python -u pretrain.py --seq 8``,
+    ``ipykernel_launcher`` for ``python -m ipykernel_launcher``; None where the
+    command is no launcher or names nothing."""
+    if len(cmdline) < 2 or not _LAUNCHERS.fullmatch(os.path.basename(cmdline[0])):
+        return None
+    args = iter(cmdline[1:])
+    for arg in args:
+        if arg == "-m":
+            found = os.path.basename(next(args, None) or "")
+        elif arg in _FLAG_VALUES:
+            next(args, None)
+            continue
+        elif arg.startswith("-"):
+            continue
+        else:
+            found = os.path.basename(arg)
+        if not found:
+            return None
+        return found if len(found) <= SCRIPT_CHARS else found[:SCRIPT_CHARS - 1] + "…"
+    return None
+
+
+def shown_name(p: ProcessSample) -> str:
+    """The Name column: the process name, and for a launcher its script, "python ·
+    pretrain.py", so eight ``python`` rows can be told apart without the Command
+    column."""
+    name = p.name or unnamed(p)
+    script = script_name(p.cmdline) if p.cmdline else None
+    return name if script is None or script == name else f"{name} · {script}"
 
 
 def command_line(p: ProcessSample) -> str:
@@ -39,7 +81,7 @@ def row_texts(p: ProcessSample, units: UnitSystem, now_s: float, budget: int | N
     return [
         str(p.pid),
         p.user or "?",
-        p.name or unnamed(p),
+        shown_name(p),
         str(p.gpu_index),
         format_bytes(p.used_bytes, units),
         budget_text or "—",
@@ -80,12 +122,18 @@ def exited_row_texts(gone: Exited, units: UnitSystem) -> list[str]:
     if p.name is None:
         texts[NAME] = "?"
     texts[BUDGET] = texts[CPU] = texts[RSS] = "—"
-    texts[RUNNING] = f"exited {gone.clock}"
+    texts[RUNNING] = f"exited {gone.clock}" if gone.unseen is None else \
+        f"unknown — {gone.unseen}"
     return texts
 
 
 def exited_tooltip(gone: Exited, units: UnitSystem) -> str:
     p = gone.sample
+    if gone.unseen is not None:
+        driver = f" (the driver says: {gone.reason})" if gone.reason else ""
+        return (f"pid {p.pid} on GPU {p.gpu_index}: {gone.unseen} at {gone.clock}{driver}, "
+                f"holding {format_bytes(p.used_bytes, units)} when last seen. Whether it "
+                "still runs is unknown until the GPU is read again.")
     return (f"pid {p.pid} left GPU {p.gpu_index} at {gone.clock} (the first sample without "
             f"it), holding {format_bytes(p.used_bytes, units)} when last seen; it holds "
             f"nothing now. The row goes {format_duration(EXITED_ROW_KEEP_S)} after the exit.")

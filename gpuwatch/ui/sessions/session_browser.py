@@ -339,7 +339,7 @@ class SessionBrowser(QDialog):
             return None
         from gpuwatch.ui.sessions.session_replay import ReplayWindow
 
-        window = ReplayWindow(e.path)
+        window = ReplayWindow(e.path, recording=e.path == self.model.current)
         window.destroyed.connect(lambda *_: self.replays.remove(window)
                                  if window in self.replays else None)
         self.replays.append(window)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QSize, Qt, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtGui import QKeySequence, QScreen, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -47,6 +48,18 @@ from gpuwatch.ui.widgets.plots import TimePlots
 def pick_window(duration_s: float) -> int:
     """The smallest plot window that shows the whole session (else the largest)."""
     return next((w for w in PLOT_WINDOWS_S if w >= duration_s), PLOT_WINDOWS_S[-1])
+
+
+DEATHS = {"likely-oom": "OOM", "gpu-lost": "GPU lost"}   # hint codes marked on the plots
+
+
+def fitting_size(screen: QScreen | None, wanted: tuple[int, int] = (1300, 850)) -> QSize:
+    """``wanted``, or the screen's free area less a title bar where that is smaller."""
+    want = QSize(*wanted)
+    if screen is None:
+        return want
+    free = screen.availableGeometry()
+    return want.boundedTo(QSize(free.width(), free.height() - 40))
 
 
 def clock_text(t_abs: float) -> str:
@@ -89,16 +102,19 @@ class ReplayWindow(QMainWindow):
     first_shown = Signal()       # something is in the plots (an overview of a long session)
     failed = Signal(str)
 
-    def __init__(self, path: str | Path, parent: QWidget | None = None):
+    def __init__(self, path: str | Path, parent: QWidget | None = None,
+                 recording: bool = False):
         super().__init__(parent)
         self.path = Path(path)
+        self.recording = recording      # the window is recording this session right now
+        self.death_marks: list[pg.InfiniteLine] = []
         self.data: ReplayData | None = None
         self.error: str | None = None
         self.cursor_s: float | None = None
         self._series: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.setWindowTitle(f"Replay — {self.path.name}")
-        self.resize(1300, 850)
+        self.resize(fitting_size(self.screen()))
 
         self.banner = QFrame()
         self.banner.setObjectName("banner")
@@ -112,6 +128,9 @@ class ReplayWindow(QMainWindow):
         self.plots.pause_button.hide()            # replay has no live edge to follow
         self.plots.state_label.hide()
         self.plots.window_changed.connect(lambda _: self._apply_view())
+        for key, seconds in enumerate(PLOT_WINDOWS_S, start=1):    # 1–4, as in the window
+            QShortcut(QKeySequence(str(key)), self,
+                      lambda seconds=seconds: self.plots.set_window(seconds))
         pen = pg.mkPen(theme.colors().muted, width=1, style=Qt.PenStyle.DashLine)
         self.cursor_lines = [pg.InfiniteLine(angle=90, movable=True, pen=pen),
                              pg.InfiniteLine(angle=90, movable=False, pen=pen)]
@@ -193,7 +212,9 @@ class ReplayWindow(QMainWindow):
         source = "NVML" if info.backend_kind == "nvml" else \
             f"simulated GPUs · {info.scenario}" if info.scenario else info.backend_kind
         unclosed = "" if info.ended_at_s is not None else \
-            " — <i>the recording was not closed (a crash or kill); shown up to its last commit</i>"
+            " — <i>still being recorded; shown up to its last commit</i>" if self.recording \
+            else (" — <i>the recording was not closed (a crash or kill); shown up to its "
+                  "last commit</i>")
         detail = " — <i>overview; every sample is still loading…</i>" if data.overview else ""
         self.banner_label.setText(
             f"Replaying <b>{self.path.name}</b> (recorded {clock_text(info.started_at_s)}, "
@@ -201,6 +222,7 @@ class ReplayWindow(QMainWindow):
             f"{'s' if len(data.gpus) != 1 else ''}, {source}){unclosed}{detail}")
         if first:
             self._fill_lists(data)
+            self._mark_deaths(data)
             self.slider.setRange(0, max(0, round(data.end_s - data.start_s)))
             self.slider.setEnabled(True)
             self.plots.set_window(pick_window(info.duration_s))
@@ -255,6 +277,26 @@ class ReplayWindow(QMainWindow):
             for col in range(tree.columnCount()):
                 tree.resizeColumnToContents(col)
 
+    def _mark_deaths(self, data: ReplayData) -> None:
+        """A red line where a process died out of memory, or a GPU was lost, in both
+        plots, labelled in the memory plot ("OOM · pid 71310")."""
+        c = theme.colors()
+        pen = pg.mkPen(c.critical, width=1.5, style=Qt.PenStyle.DashLine)
+        for h in data.hints:
+            if h.code not in DEATHS:
+                continue
+            at = data.start_s + h.first_seen_s
+            label = DEATHS[h.code] + ("" if h.pid is None else f" · pid {h.pid}") + \
+                ("" if h.gpu is None else f" · GPU {h.gpu}")
+            for plot, text in ((self.plots.memory, label), (self.plots.bandwidth, None)):
+                line = pg.InfiniteLine(
+                    at, angle=90, movable=False, pen=pen, label=text,
+                    labelOpts={"position": 0.92, "color": c.critical,
+                               "fill": pg.mkBrush(c.plot_bg), "anchors": [(1, 0), (1, 0)]})
+                line.setToolTip(f"{label}: {h.title}")
+                plot.addItem(line)
+                self.death_marks.append(line)
+
     # scrubbing --------------------------------------------------------------------------
     def _slider_moved(self, value: int) -> None:
         if self.data is not None:
@@ -293,8 +335,8 @@ class ReplayWindow(QMainWindow):
         data = self.data
         assert data is not None
         w = float(self.plots.window_s)
-        if data.end_s - data.start_s <= w:
-            return data.start_s, data.start_s + w
+        if data.end_s - data.start_s <= w:      # the session across the plot, not a corner
+            return data.start_s, max(data.end_s, data.start_s + 60.0)
         cursor = self.cursor_s if self.cursor_s is not None else data.end_s
         x1 = max(cursor, data.start_s + w)
         return x1 - w, x1

@@ -2,7 +2,9 @@
 with its label above it at the left, and the same words in its tooltip.
 
 A plot too short for a label over its line (three label heights) keeps the dashed line
-and hides the label rather than spend a third of its height on it.
+and hides the label rather than spend a third of its height on it. The label sits on
+the plot's background colour, above the curves: a data line running at the peak (a
+memory-bound GPU) passes behind it rather than striking its words through.
 
 A line lives in its view box's own pixels, not in the plotted data's coordinates: a
 live plot's view moves in time every second or two, which leaves a horizontal line and
@@ -24,6 +26,14 @@ from PySide6.QtWidgets import QGraphicsItem
 from gpuwatch.ui.widgets import theme
 
 LABEL_AT = (0.02, 0.36, 0.70)    # where along its line each label sits, by the line's rank
+LABEL_Z = 20                     # above the view's curves, whatever their canvases' order
+
+
+def label_fill() -> Any:
+    """The plot's background, nearly opaque: the label reads over any curve."""
+    color = pg.mkColor(theme.colors().plot_bg)
+    color.setAlpha(230)
+    return pg.mkBrush(color)
 
 
 class MarkLine(pg.GraphicsObject):
@@ -39,8 +49,9 @@ class MarkLine(pg.GraphicsObject):
         self._pen = pen
         self._at = LABEL_AT[0]
         self._placed: tuple[float, float] | None = None     # (view width, line's y)
-        self.setZValue(1)              # over the curves, as a line added to the plot was
-        self.label = pg.TextItem(text, color=color, anchor=(0, 1))
+        self.setZValue(LABEL_Z)         # over the curves (and their highlighted line)
+        self.label = pg.TextItem(text, color=color, anchor=(0, 1),
+                                 fill=label_fill())
         self.label.setParentItem(self)
         self.label.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.setToolTip(text)
@@ -68,6 +79,8 @@ class MarkLine(pg.GraphicsObject):
         """A new pen and label colour (the theme changed)."""
         self._pen = pen
         self.label.setColor(color)
+        self.label.fill = label_fill()
+        self.label.update()
         self.update()
 
     def detach(self) -> None:

@@ -28,6 +28,7 @@ from gpuwatch.core.history import History, Ring
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.ui.settings import PLOT_WINDOWS_S
 from gpuwatch.ui.widgets import theme
+from gpuwatch.ui.widgets.bandwidth_units import format_bandwidth
 from gpuwatch.ui.widgets.curve_canvas import PlotCanvases, aligned_range, plot_columns
 from gpuwatch.ui.widgets.gpu_legend import GpuLegend
 from gpuwatch.ui.widgets.plot_items import SpanItem, lost_spans, nearest_line
@@ -90,6 +91,7 @@ class TimePlots(QWidget):
         self.units: UnitSystem = "iec"
         self.focus: int | None = None       # the one GPU shown, or None for all
         self.highlight: int | None = None   # the GPU whose lines are drawn wide
+        self.alert: int | None = None       # the endangered GPU: wide and on top, unhovered
         self.band_mode = False              # bandwidth as mean and band (long windows)
         self._last_drawn_s = -np.inf        # the newest sample's time when last drawn
         self._setting_range = False
@@ -228,17 +230,29 @@ class TimePlots(QWidget):
             series.band = series.mean and (series.index in (index, self.focus) or not many)
         self._set_layers()
 
+    def set_alert(self, index: int | None) -> None:
+        """The GPU in the worst danger (None: none): with several GPUs its lines are
+        drawn wide and on top while no other is hovered, so a critical GPU never hides
+        in a bundle of eight lines at the same level."""
+        if index == self.alert:
+            return
+        self.alert = index
+        self._set_layers()
+
     def _set_layers(self) -> None:
         """Tell the canvases what to draw (only when that changed: they notice new
         samples themselves)."""
         for canvas, curves in zip(self.canvases, (self._mem_curves, self._bw_curves),
                                   strict=True):
             series = [curves[i] for i in sorted(curves)]
-            signature = (self.highlight, *((s.index, s.isVisible(), s.mean, s.band,
-                                            id(s.ring), s.scale) for s in series))
+            top = self.highlight
+            if top is None and len(series) > 1:
+                top = self.alert
+            signature = (top, *((s.index, s.isVisible(), s.mean, s.band,
+                                 id(s.ring), s.scale) for s in series))
             if signature != canvas.signature:
                 canvas.signature = signature
-                canvas.set_layers(stacked_layers(series, self.highlight))
+                canvas.set_layers(stacked_layers(series, top))
             else:
                 canvas.update()
 
@@ -428,7 +442,7 @@ class TimePlots(QWidget):
 
     def _update_peaks(self, peaks: set[float], scale: float) -> None:
         """A dashed line at each distinct peak bandwidth shown, like the capacity line."""
-        label = lambda peak: f"peak {peak / scale:,.0f} GB/s"  # noqa: E731
+        label = lambda peak: f"peak {format_bandwidth(peak)}"  # noqa: E731
         self.peak_marks.update({peak: peak / scale for peak in one_per_label(peaks, label)},
                                label)
 
