@@ -1,11 +1,7 @@
 """CSV export: one table per file, packed in a zip; units are in the header names.
 
-Text cells are neutralised against spreadsheet formula injection (OWASP "CSV
-injection"): a text cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-return (or their full-width forms) gets a leading ``'``, so a spreadsheet shows it as
-text instead of running it; the csv module quotes cells that hold separators, quotes
-or line breaks. Numbers (int and float values) are written as numbers, negative ones
-included.
+Text cells are neutralised against spreadsheet formula injection
+(:mod:`gpuwatch.core.csv_cells`); numbers are written as numbers, negative ones included.
 
 Every table is written as it is read, row by row (the GPU samples in blocks of one
 SQL statement, the process timelines one process at a time), so a day of 8 GPUs × 64
@@ -22,18 +18,8 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import BinaryIO, TextIO
 
+from gpuwatch.core.csv_cells import cells
 from gpuwatch.sessions.reader import GPU_DETAIL_COLUMNS, GPU_SERIES_COLUMNS, SessionReader
-
-# a text cell starting with one of these is read as a formula by spreadsheets
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
-
-
-def neutralise(value: object) -> object:
-    """A cell safe for spreadsheets: formula-like text gets a leading ``'``; numbers
-    and None pass unchanged (None is written as an empty cell)."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
-    return value
 
 
 def _write(stream: TextIO, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
@@ -41,7 +27,7 @@ def _write(stream: TextIO, header: Sequence[str], rows: Iterable[Sequence[object
     w = csv.writer(stream)
     w.writerow(header)
     for row in rows:
-        w.writerow(["" if v is None else neutralise(v) for v in row])
+        w.writerow(cells(row))
 
 
 def _num(v: float) -> object:

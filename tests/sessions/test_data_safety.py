@@ -25,12 +25,12 @@ import pytest
 from cli_support import run
 from session_support import record_scenario
 
+from gpuwatch.core.csv_cells import FORMULA_PREFIXES, neutralise
 from gpuwatch.core.output_paths import OutputPathError, check_output_file
 from gpuwatch.sessions import liveness, paths
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.reader import SessionReader
 from gpuwatch.sessions.recorder import Recorder
-from gpuwatch.sessions.report_csv import FORMULA_PREFIXES, neutralise
 from gpuwatch.telemetry.source import SourceOptions, open_backend
 
 DAY = 86400

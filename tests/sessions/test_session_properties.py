@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from session_support import record_scenario
 
 from gpuwatch.cli import main
+from gpuwatch.core.csv_cells import FORMULA_PREFIXES, neutralise
 from gpuwatch.sessions import paths
-from gpuwatch.sessions.report_csv import FORMULA_PREFIXES, neutralise
 
 # table -> columns that a damaged file may hold anything in
 COLUMNS = {
