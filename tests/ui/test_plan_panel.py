@@ -132,3 +132,23 @@ def test_the_plan_opens_on_this_machine_and_its_workload(make_window, scenario, 
     assert panel.machine == ("A100-40GB",)
     first = panel.table.item(0, 0)
     assert first.text() == "A100-40GB · this machine" and first.font().bold()
+
+
+def test_auto_efficiency_is_the_presets_or_the_model_kinds_as_the_planner_assumes():
+    from gpuwatch.budget.catalog import lookup_model
+    from gpuwatch.plan.efficiency import default_efficiency
+    from gpuwatch.plan.presets import PRESETS, lookup_preset
+    from gpuwatch.ui.live.plan_panel import AUTO, compute_plan
+
+    for model in ("resnet-50", "gpt2", "llama-3.1-8b"):
+        plan = compute_plan(CUSTOM, model, "recommended", 8, "time", AUTO)
+        assert plan.request.efficiency.compute == default_efficiency(
+            lookup_model(model)).compute
+    cnn = compute_plan(CUSTOM, "resnet-50", "recommended", 8, "time", AUTO)
+    llm = compute_plan(CUSTOM, "llama-3.1-8b", "recommended", 8, "time", AUTO)
+    assert cnn.request.efficiency.compute < llm.request.efficiency.compute
+    name = next(iter(PRESETS))
+    preset = compute_plan(name, "", "recommended", 8, "time", AUTO)
+    assert preset.request.efficiency.compute == lookup_preset(name).efficiency
+    typed = compute_plan(CUSTOM, "resnet-50", "recommended", 8, "time", 42)
+    assert typed.request.efficiency.compute == 0.42

@@ -39,6 +39,7 @@ COLUMNS = ("GPU", "GPUs", "Layout", "Fits", "Max micro-batch", "Micro × accum",
            "Step", "Bound", "Throughput / GPU", "Cost / h", "Cost / epoch", "Cost / 1M tokens",
            "Instance")
 SUMMARY_LINES = 3      # the advice under the table: the rest is in its tooltip
+AUTO = 0               # the Efficiency field's "auto": the preset's or the model kind's figure
 
 
 class _Results(QObject):
@@ -52,6 +53,7 @@ def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
 
     from gpuwatch.budget.catalog import lookup_model
     from gpuwatch.budget.workload import Setup, Workload
+    from gpuwatch.plan.efficiency import default_efficiency
     from gpuwatch.plan.planner import PlanInput, make_plan
     from gpuwatch.plan.presets import lookup_preset
     from gpuwatch.plan.prices import read_prices
@@ -60,8 +62,8 @@ def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
     efficiency = Efficiency(compute=efficiency_percent / 100, source="the Efficiency field")
     if preset != CUSTOM:
         p = lookup_preset(preset)
-        if round(p.efficiency * 100) == efficiency_percent:
-            efficiency = replace(efficiency, source=p.efficiency_source)
+        if efficiency_percent == AUTO or round(p.efficiency * 100) == efficiency_percent:
+            efficiency = Efficiency(compute=p.efficiency, source=p.efficiency_source)
         wl = replace(p.workload, batch=batch)
         setup = p.setup if precision == "recommended" else replace(p.fp32(), lora_rank=
                                                                     p.setup.lora_rank)
@@ -69,6 +71,8 @@ def compute_plan(preset: str, model: str, precision: str, batch: int, sort: str,
                             p.dataset_samples, preset=p)
     else:
         spec = lookup_model(model)
+        if efficiency_percent == AUTO:      # what `gpuwatch plan` assumes for this kind
+            efficiency = default_efficiency(spec)
         prec = "amp-bf16" if precision == "recommended" else "fp32"
         request = PlanInput(spec, Workload("train", batch=batch), Setup(precision=prec),
                             efficiency)
@@ -136,13 +140,16 @@ class PlanPanel(QWidget):
         self.sort.addItem("peak memory", "memory")
         self.sort.setAccessibleName("Sort by")
         self.efficiency = QSpinBox()
-        self.efficiency.setRange(1, 100)
-        self.efficiency.setValue(50)
+        self.efficiency.setRange(AUTO, 100)
+        self.efficiency.setSpecialValueText("auto (by model kind)")
+        self.efficiency.setValue(AUTO)
         self.efficiency.setSuffix(" % of peak")
         self.efficiency.setAccessibleName("Compute efficiency")
         self.efficiency.setToolTip("The fraction of the data-sheet peak real kernels reach: "
                                    "40–60 % for large transformer training, nearer 20 % "
-                                   "for CNNs (docs/plan.md)")
+                                   "for CNNs (docs/plan.md); auto: the preset's measured "
+                                   "figure, else the default for the model's kind, as "
+                                   "`gpuwatch plan` assumes")
 
         for combo in (self.preset, self.model, self.precision, self.sort):
             # long names must not widen the window: the combo shrinks, its list does not
@@ -210,7 +217,7 @@ class PlanPanel(QWidget):
         if name != CUSTOM:
             p = lookup_preset(name)
             for spin, value in ((self.batch, p.workload.batch * p.workload.grad_accum),
-                                (self.efficiency, round(p.efficiency * 100))):
+                                (self.efficiency, AUTO)):
                 spin.blockSignals(True)
                 spin.setValue(value)
                 spin.blockSignals(False)
@@ -353,7 +360,7 @@ class PlanPanel(QWidget):
             lines.append(f"<b>Levers, cheapest in time first:</b> {levers}.")
         needs = [f"{name} {n}" for name, n in plan.beyond_node.items() if n]
         if needs:
-            lines.append("<b>Beyond one node</b> (fewest GPUs under ZeRO-3): "
+            lines.append("<b>Beyond one node</b> (the fewest GPUs that hold it): "
                          + ", ".join(needs) + ".")
         lines.append("<b>The roofline ignores</b> " + "; ".join(IGNORES) + ".")
         # a summary of three lines; the rest (and all of it) in the tooltip
