@@ -60,7 +60,6 @@ def declare(p: argparse.ArgumentParser) -> None:
             "--gpu H100-80GB",
             "gpuwatch estimate --config path/to/config.json --mode infer --context 32768 "
             "--fit",
-            "gpuwatch estimate --params 7B --zero 3 --dp 8 --capacity 24GiB --json",
             "gpuwatch estimate --trace-model torchvision:efficientnet_b0 --image 224x224 "
             "--batch 32"],
         run="gpuwatch.commands.estimate:run_estimate")
