@@ -61,7 +61,7 @@ def test_budget_that_cannot_fit_is_flagged_as_soon_as_the_process_appears() -> N
 
 
 def test_leak_is_named_with_its_rate() -> None:
-    run = run_scenario("leak", 900)
+    run = run_scenario("leak", 1200)     # 6 min of warm-up, then 10 min of floors
     assert run.codes() == {"memory-leak"}
     (hint,) = [e.hint for _, e in run.events if e.kind is HintEventKind.OPENED]
     assert hint.pid == 90211
