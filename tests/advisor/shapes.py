@@ -8,11 +8,13 @@ approach to the plateau, 10 s to 6 min) plus the *sawtooth* of its training step
 holds 10 s to 3 min) and checkpoint dips (no steps: memory sits at the level). A healthy
 GPU never holds more than 85 % of its card.
 
-A failing run is a healthy one whose first training process, after its warm-up (or, for
-slow climbs, from its start), starts to climb until the card is full: a linear leak (the
+A failing run is a healthy one whose first training process, past the longest warm-up
+(or, for climbs of 30 min and more, from its start), starts to climb until the card is
+full, with no process arriving once it has begun: a linear leak (the
 level rises), a slow drift (the peaks rise: the sawtooth grows), a curriculum staircase
 (the level steps up every few minutes), or a ramp to out-of-memory, filling the card in
-minutes to hours. The process dies the second its demand passes the card.
+minutes to hours, over at least 6 training steps. The process dies the second its step
+tops out above the card.
 
 Runs are sampled every second into ``Snapshot``s, appended to a ``History`` and fed to
 the ``Advisor`` sample by sample, as the recorder and the window do.
@@ -43,6 +45,7 @@ MIB = 1024**2
 GIB = 1024**3
 T0 = 1_700_000_000.0
 HEALTHY_PEAK = 0.85            # a healthy GPU's peak, of its card
+WARMUP_MAX_S = 360.0           # the longest warm-up
 CARDS_GIB = (16, 24, 40, 48, 80, 94, 141)
 WARMUPS = ("linear", "staircase", "plateau")
 FAILURES = ("leak", "drift", "staircase", "ramp")
@@ -139,13 +142,16 @@ class RunSpec:
         """(time axis, each process's demand in bytes, the second GPU 0 is full or None).
         A failing process dies the second it is full."""
         t = np.arange(self.duration_s + 1, dtype=float)
-        per = [[s.demand(t) for s in shapes] for shapes in self.gpus]
+        # a sampler's instants wander within their second: a step of exactly 1 s is not
+        # seen at the same point of every step
+        t_seen = t + 0.5 * ((t * 0.6180339887) % 1.0)
+        per = [[s.demand(t_seen) for s in shapes] for shapes in self.gpus]
         full = None
         if self.failure is not None:
             room = (1.0 - self.reserved_bytes / self.total_bytes - self.driver
                     - sum(s.peak for s in self.gpus[0]))
             main = self.gpus[0][0]
-            per[0][0] = per[0][0] + self.failure.extra(t, room, main)
+            per[0][0] = per[0][0] + self.failure.extra(t_seen, room, main)
             # full: the first second whose step tops out above the card
             tops = [s.demand(t, top=True) for s in self.gpus[0]]
             tops[0] = tops[0] + self.failure.extra(t, room, main, top=True)
@@ -290,14 +296,19 @@ def failing_runs(draw, longest_fill_s: float = 4 * 3600) -> RunSpec:
     kind = draw(st.sampled_from(FAILURES))
     fastest = {"ramp": 120.0, "staircase": 600.0, "leak": 600.0, "drift": 1800.0}[kind]
     slowest = {"ramp": 1800.0, "staircase": 3600.0}.get(kind, longest_fill_s)
+    # a climb over fewer than 6 training steps is a step up as far as anyone can tell
+    fastest = max(fastest, 6 * main.period_s)
     fill_s = draw(st.floats(fastest, max(fastest, slowest)))
     if kind in ("leak", "drift") and fill_s >= 1800 and draw(st.booleans()):
         start = main.start_s                   # from the first step on
-    else:
-        start = main.start_s + main.warmup_s + draw(st.floats(0, 600))
+    else:                                      # past the longest warm-up
+        start = main.start_s + max(WARMUP_MAX_S, main.warmup_s) + draw(st.floats(0, 600))
     step_every = draw(st.floats(60, min(600.0, fill_s / 3))) if kind == "staircase" else 0.0
+    # the card fills because of the climb: no process arrives on it once it has begun
+    base.gpus[0] = [main] + [p for p in base.gpus[0][1:] if p.start_s < start]
     base.failure = Failure(kind, start, fill_s, step_every)
-    base.duration_s = int(start + fill_s * 1.1 + 120)
+    climb_s = fill_s if kind != "staircase" else math.ceil(fill_s / step_every) * step_every
+    base.duration_s = int(start + max(fill_s * 1.1, climb_s + 60) + 120)
     base.label = (f"failing: {kind} filling in {fill_s / 60:.0f} min from "
                   f"{start:.0f} s; " + base.label)
     return base

@@ -77,7 +77,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
                               bar, gaps)
         if climb is None:
             continue
-        if bucket_s != s.trend_bucket_s and _stopped(t, used, tie, climb):
+        if _stopped(t, used, tie, climb):
             return None
         # What is left since a process exited during the climb is well below it: the
         # climb ended, or its process did.
@@ -87,7 +87,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
             if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
                 return None
         # A trend, not a step: new highs for long enough, over several training steps.
-        persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 3 * climb.bucket_s)
+        persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * climb.bucket_s)
         if climb.span_s < persist:
             continue
         carried = _carried(ctx, gpu, climb, window_s, persist, bar, gaps, active)
@@ -97,15 +97,20 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 
 
 def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
-    """A slow scale's climb that the newest samples show has stopped: over the newest
-    training step and a half (30 s at least), at the climb's rate the envelope would
-    have topped every earlier peak, and it did not. (A climb too slow to show in that
-    time is not judged stopped.)"""
-    span = max(30.0, 1.5 * step_period(t, used, tie))
+    """A climb that the newest samples show has stopped: over the newest training step
+    and a half (30 s at least), at the climb's rate the envelope would have topped every
+    earlier peak, and it did not. Not judged when that rise would be lost in the noise
+    of sampling a step's top (one sample's climb of the sawtooth) or in the tie."""
+    period = step_period(t, used, tie)
+    span = max(30.0, 1.5 * period)
+    d = np.diff(used[~np.isnan(used)])
+    rises = d[d > 0]
+    noise = float(np.percentile(rises, 90)) if rises.size and period > 0 else 0.0
+    if climb.rate * span < 2 * max(tie, noise):
+        return False
     newest = t >= t[-1] - span
     top, before = _peak(used[newest]), _peak(used[~newest])
-    return (top is not None and before is not None and climb.rate * span >= 2 * tie
-            and top - before < tie)
+    return top is not None and before is not None and top - before < tie
 
 
 def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
@@ -229,10 +234,13 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         if free_fraction < s.free_critical_fraction or (trending and ttf is not None
                                                         and ttf < 2.5):
             title = f"GPU {gpu.index} memory full now: {format_bytes(free)} free"
+            badge = "FULL"
         elif trending and ttf is not None:
             title = f"GPU {gpu.index} memory full in ~{format_eta(ttf)} at this rate"
+            badge = f"OOM in ~{format_eta(ttf)}"
         else:
             title = f"GPU {gpu.index} nearly full: {format_bytes(free)} free"
+            badge = f"{format_bytes(free)} FREE"
         when = ("now" if span < 1 else
                 f"at the highest point of the last {format_duration(span)}")
         evidence = [f"free {format_bytes(free)} of {format_bytes(total)} "
@@ -252,7 +260,7 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
                             f"last {format_duration(s.trend_window_s)}")
         out.append(Finding(
             code=CODE, severity=Severity.CRITICAL if critical else Severity.WARNING,
-            gpu_index=gpu.index, pid=None, title=title, evidence=tuple(evidence),
+            gpu_index=gpu.index, pid=None, title=title, evidence=tuple(evidence), badge=badge,
             actions=_actions(ctx, gpu, None if grower is None else grower[0]),
             values=(("time_to_full_s", ttf), ("free_bytes", int(free)),
                     ("total_bytes", int(total)),
