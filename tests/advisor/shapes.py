@@ -148,9 +148,10 @@ class RunSpec:
         per = [[s.demand(t_seen) for s in shapes] for shapes in self.gpus]
         full = None
         if self.failure is not None:
-            room = (1.0 - self.reserved_bytes / self.total_bytes - self.driver
-                    - sum(s.peak for s in self.gpus[0]))
             main = self.gpus[0][0]
+            # the climb alone fills the card (others, an evaluation, fill it sooner)
+            room = (1.0 - self.reserved_bytes / self.total_bytes - self.driver
+                    - main.level - main.amplitude)
             per[0][0] = per[0][0] + self.failure.extra(t_seen, room, main)
             # full: the first second whose step tops out above the card
             tops = [s.demand(t, top=True) for s in self.gpus[0]]
