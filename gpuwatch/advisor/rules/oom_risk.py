@@ -220,6 +220,8 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         climb = _climb(ctx, gpu, active)
         ttf = None if climb is None else climb.time_to(limit)
         horizon = s.horizon_s * (1.5 if active else 1.0)
+        if climb is not None:          # a climb that has gone on for longer is warned sooner
+            horizon = max(horizon, min(1.5 * s.horizon_s, climb.span_s))
         trending = ttf is not None and ttf <= horizon
         if not (low_free or trending):
             if active and exit_s is not None and ctx.now_s - exit_s <= s.free_window_s:
