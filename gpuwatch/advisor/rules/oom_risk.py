@@ -152,7 +152,8 @@ def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> boo
     mostly came at once and then keeps climbing slower is not warming up."""
     s = ctx.settings
     first = ctx.first_seen_s(gpu_index, pid)
-    if first is None or ctx.now_s - first >= s.oom_warmup_s:
+    # (a warm-up that ends at 6 min is seen to end a few buckets later)
+    if first is None or ctx.now_s - first >= s.oom_warmup_s + 2.5 * climb.bucket_s:
         return False
     age = ctx.now_s - first
     w = ctx.process_window(gpu_index, pid, age + 1)
