@@ -49,6 +49,7 @@ class Finding:
     immediate: bool = False     # open at once, without waiting for open_after_s
     clear_after_s: float | None = None   # override the engine's clear_after_s (0: at once)
     ended: bool = False         # not a condition but its end: close an open hint at once
+    badge: str | None = None    # the reason in a few words, for a card (Hint.badge)
 
     @property
     def key(self) -> HintKey:

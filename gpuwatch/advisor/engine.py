@@ -102,7 +102,7 @@ def _hint(f: Finding, opened_at_s: float, now_s: float) -> Hint:
     return Hint(code=f.code, severity=f.severity, gpu_index=f.gpu_index, pid=f.pid,
                 title=f.title, evidence=f.evidence, actions=f.actions,
                 opened_at_s=opened_at_s, updated_at_s=now_s,
-                process_name=f.process_name, values=f.values)
+                process_name=f.process_name, values=f.values, badge=f.badge)
 
 
 class Advisor:

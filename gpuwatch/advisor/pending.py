@@ -2,9 +2,10 @@
 would otherwise say "nothing needs your attention" while it simply does not know yet.
 
 * ``oom-risk`` forecasts a climb from ``trend_min_span_s`` (2 min) of a GPU's history,
-  and not while the growing process is in its first ``oom_warmup_s`` (2 min) on the GPU;
+  and not a process's climb at the pace it started with in its first ``oom_warmup_s``
+  (6 min) on the GPU (its warm-up);
 * ``memory-leak`` judges a process after ``leak_warmup_s`` + ``leak_min_span_s``
-  (12 min) of its history.
+  (16 min) of its history.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def pending_judgements(history: History, settings: AdvisorSettings) -> list[str]
                 leak_young.append((p, age))
         if warming:
             warming.sort(key=lambda pa: pa[1])
-            out.append(f"Warming up on GPU {gpu.index}, so its growth is not forecast "
-                       f"until it has run {format_duration(s.oom_warmup_s)}: "
+            out.append(f"Warming up on GPU {gpu.index}, so growth at its starting pace "
+                       f"is not forecast until it has run {format_duration(s.oom_warmup_s)}: "
                        f"{_listing(warming)}")
     if leak_young:
         leak_young.sort(key=lambda pa: -pa[1])

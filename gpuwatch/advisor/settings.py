@@ -35,13 +35,25 @@ class AdvisorSettings:
     trend_min_tau: float = 0.6          # Kendall's tau of the peaks: how steady the climb is
     trend_keep_tau: float = 0.4         # an open trend hint stays while tau is above this
     trend_tie_fraction: float = 0.002   # peaks closer than this (of total) are a tie for tau
-    # The climb must be current: over the newest part of the window the peaks climb
-    # steadily on their own (their line gives the rate), and the newest half of it tops
-    # every earlier peak. A climb that levelled off is not a risk, whatever the fit.
+    # A climb is judged on the envelope of the peaks (a bucket per training step, at least
+    # trend_bucket_s): it must make new highs for climb_persist_s and three steps (a
+    # step up that then holds is not a trend); its rate is the line through its newest
+    # trend_recent_s. Slow climbs are judged again on buckets of slow_bucket_s over
+    # slow_window_s. The cheap first test: the newest climb_newest_s top every earlier peak.
     trend_recent_s: float = 120.0
-    # Growth in a process's first minutes on a GPU is its warm-up (loading weights, the
-    # first steps and evaluation filling the caching allocator), not a trend.
-    oom_warmup_s: float = 120.0
+    climb_persist_s: float = 40.0
+    climb_newest_s: float = 70.0
+    slow_bucket_s: float = 60.0
+    slow_window_s: float = 900.0
+    # Critical needs a consistent climb: this long, this steady.
+    critical_persist_s: float = 60.0
+    critical_min_tau: float = 0.8
+    # A climb that starts with a process and goes on at the pace it started with is its
+    # warm-up (loading weights, the first steps and evaluation filling the caching
+    # allocator) for up to oom_warmup_s; a process whose memory mostly came at once and
+    # then keeps climbing (more than warmup_pace_ratio × its rate × its age) is not.
+    oom_warmup_s: float = 360.0
+    warmup_pace_ratio: float = 1.75
 
     # --- likely-oom ---------------------------------------------------------------
     # A process that exits while its GPU was this full (of total − reserved, the peak of
@@ -55,7 +67,7 @@ class AdvisorSettings:
     leak_window_s: float = 1800.0
     leak_bucket_s: float = 30.0         # the floor is the minimum of each bucket
     leak_min_span_s: float = 600.0      # need this many seconds of floors (many steps)
-    leak_warmup_s: float = 120.0        # a process's first minutes (loading, warm-up) don't count
+    leak_warmup_s: float = 360.0        # a process's first minutes (loading, warm-up) don't count
     leak_min_rate_bytes_per_s: float = 10 * MIB / 60
     leak_min_tau: float = 0.7
     leak_tie_bytes: float = 1 * MIB

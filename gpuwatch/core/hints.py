@@ -86,6 +86,9 @@ class Hint:
     process_name: str | None = None
     # machine-readable figures, unit in the name: ("time_to_full_s", 312.0), …
     values: tuple[tuple[str, float | int | None], ...] = ()
+    # the reason in a few words, for a card's badge: "OOM in ~2 min", "LEAK +72 MiB/min",
+    # "FRAGMENTED 3.1 GiB", "LOST" (None: the rule gives none; show the severity)
+    badge: str | None = None
 
     @property
     def key(self) -> HintKey:

@@ -20,15 +20,23 @@ def saw(t: float, low: float, high: float, period: float) -> float:
     return low + (high - low) * ((t % period) / period)
 
 
-def found(used: Callable[[float], float], duration: float, born: float = 0.0,
+SETTLED_S = 400      # the climbs start this long after their process: past its warm-up
+
+
+def found(used: Callable[[float], float], duration: float, born: float | None = None,
           settings: AdvisorSettings | None = None):
-    """oom-risk on a GPU whose one process appears at ``born`` s (the driver holds
-    512 MiB before that) and uses ``used(t)`` from then on."""
+    """oom-risk on a GPU whose one process uses ``used(t)``. By default the process has
+    run ``SETTLED_S`` before t = 0 at ``used(0)`` (the climb is not its warm-up); with
+    ``born`` it appears at ``born`` s (the driver holds 512 MiB before that)."""
+    shift = SETTLED_S if born is None else 0.0
+    born = 0.0 if born is None else born
+
     def make(t: float):
         if t < born:
             return snapshot(t, gpu(total=TOTAL, used=512 * MIB))
-        return snapshot(t, gpu(total=TOTAL, used=512 * MIB + used(t), procs=[(7, used(t))]))
-    return oom_risk(context(history_of(make, duration), settings))
+        u = used(max(born, t - shift))
+        return snapshot(t, gpu(total=TOTAL, used=512 * MIB + u, procs=[(7, u)]))
+    return oom_risk(context(history_of(make, duration + shift), settings))
 
 
 SHAPES: list[tuple[str, Callable[[float], float], float, Severity | None]] = [
@@ -72,12 +80,25 @@ def test_a_levelled_off_climb_that_the_old_fit_would_still_project() -> None:
     assert oom_risk(context(h)) == []
 
 
-def test_a_process_in_its_first_two_minutes_is_warming_up() -> None:
-    climb = lambda t: GIB + (t - 200) * 200 * MIB    # noqa: E731  12 GiB/min from 200 s
-    assert found(climb, 310, born=200) == []                  # 110 s old: warming up
-    (f,) = found(climb, 340, born=200)                        # 140 s old, still climbing
-    assert f.severity is Severity.CRITICAL
-    assert found(climb, 310, born=200, settings=AdvisorSettings(oom_warmup_s=60))
+def test_a_climb_at_the_pace_a_process_started_with_is_its_warm_up() -> None:
+    """For its first 6 minutes, a process that has climbed at one pace since it arrived
+    is warming up; past them, or when most of its memory came at once and it keeps
+    climbing slower, it is a trend."""
+    pace = lambda t: GIB + t * 50 * MIB    # noqa: E731  3 GiB/min from its start
+    assert found(pace, 300, born=0) == []                         # 5 min old: warming up
+    (f,) = found(pace, 420, born=0)                               # 7 min old, still climbing
+    assert f.severity is Severity.WARNING
+    assert found(pace, 300, born=0, settings=AdvisorSettings(oom_warmup_s=120))
+    jump = lambda t: min(t, 20) * GIB + t * 30 * MIB   # noqa: E731  20 GiB at once, then 1.8 GiB/min
+    (f,) = found(jump, 200, born=0)
+    assert f.severity is Severity.WARNING
+
+
+def test_a_step_that_then_holds_is_not_a_trend() -> None:
+    """Another process arriving (a step up that holds) soon after a warm-up, and an
+    evaluation's buffers: not a climb, however close to the card's top the step lands."""
+    steps = lambda t: (20 if t < 150 else 31 if t < 200 else 33) * GIB   # noqa: E731
+    assert found(steps, 260) == []
 
 
 def test_critical_needs_a_short_time_to_full_and_a_current_climb() -> None:

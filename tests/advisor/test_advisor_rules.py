@@ -24,6 +24,13 @@ from gpuwatch.core.hints import AllocatorStats, HintAction, Severity
 from gpuwatch.core.snapshot import GpuState, Snapshot
 
 TOTAL = 40 * GIB
+SETTLED_S = 400      # a climb starts this long after its process (past any warm-up)
+
+
+def settled(used: Callable[[float], float]) -> Callable[[float], float]:
+    """``used`` from ``SETTLED_S`` on, its start held flat before: the climb of a process
+    that has run past its warm-up."""
+    return lambda t: used(max(0.0, t - SETTLED_S))
 
 
 def saw(t: float, low: float, high: float, period: float) -> float:
@@ -35,11 +42,13 @@ def saw(t: float, low: float, high: float, period: float) -> float:
 OOM_CASES: list[tuple[str, Callable[[float], float], float, Severity | None]] = [
     # (name, used bytes at t, duration, expected severity or None for quiet)
     ("flat training sawtooth at 75 %", lambda t: saw(t, 27 * GIB, 30 * GIB, 2.4), 600, None),
-    ("ramp 3 GiB/min, 20 GiB free: full in ~7 min", lambda t: 10 * GIB + t * 50 * MIB, 300,
+    ("ramp 3 GiB/min, 20 GiB free: full in ~7 min",
+     settled(lambda t: 10 * GIB + t * 50 * MIB), SETTLED_S + 300, Severity.WARNING),
+    ("same ramp under a sawtooth",
+     settled(lambda t: saw(t, 8 * GIB, 12 * GIB, 3) + t * 50 * MIB), SETTLED_S + 300,
      Severity.WARNING),
-    ("same ramp under a sawtooth", lambda t: saw(t, 8 * GIB, 12 * GIB, 3) + t * 50 * MIB, 300,
-     Severity.WARNING),
-    ("fast ramp: full in ~1 min", lambda t: 10 * GIB + t * 80 * MIB, 340, Severity.CRITICAL),
+    ("fast ramp: full in ~1 min", settled(lambda t: 10 * GIB + t * 80 * MIB), SETTLED_S + 340,
+     Severity.CRITICAL),
     ("slow ramp: full in hours", lambda t: 10 * GIB + t * 1 * MIB, 600, None),
     ("ramp shorter than the minimum span", lambda t: 10 * GIB + t * 200 * MIB, 60, None),
     ("3 % free, flat", lambda t: 0.97 * TOTAL, 120, Severity.WARNING),
@@ -68,9 +77,10 @@ def test_oom_risk(name: str, used: Callable[[float], float], duration: float,
 
 
 def test_oom_risk_states_time_to_full_and_the_growing_process() -> None:
-    h = history_of(lambda t: snapshot(t, gpu(total=TOTAL, used=10 * GIB + t * 50 * MIB,
-                                             procs=[(7, 10 * GIB + t * 50 * MIB), (8, GIB)])),
-                   300)
+    ramp = settled(lambda t: 10 * GIB + t * 50 * MIB)
+    h = history_of(lambda t: snapshot(t, gpu(total=TOTAL, used=ramp(t),
+                                             procs=[(7, ramp(t)), (8, GIB)])),
+                   SETTLED_S + 300)
     (f,) = oom_risk(context(h))
     ttf = dict(f.values)["time_to_full_s"]
     # 40 GiB − 2 % margin − (10 GiB + 300 s × 50 MiB/s) at 50 MiB/s ≈ 300 s

@@ -47,6 +47,9 @@ def test_the_crash_is_named_and_the_stale_warning_closes_at_once() -> None:
     assert hint.pid == 71310
     assert hint.title == ("pid 71310 (python finetune.py) exited at 39.6 GiB / 40.0 GiB — "
                           "likely out of memory")
+    assert hint.badge == "OOM · pid 71310"
+    badges = [e.hint.badge for _, e in run.events if e.hint.code == "oom-risk"]
+    assert badges[0].startswith("OOM in ~") and badges[-1] == "FULL"   # type: ignore[union-attr]
     assert log[2:] == [(died + 600, "closed", "likely-oom")]
 
 
@@ -61,11 +64,12 @@ def test_budget_that_cannot_fit_is_flagged_as_soon_as_the_process_appears() -> N
 
 
 def test_leak_is_named_with_its_rate() -> None:
-    run = run_scenario("leak", 900)
+    run = run_scenario("leak", 1200)     # 6 min of warm-up, then 10 min of floors
     assert run.codes() == {"memory-leak"}
     (hint,) = [e.hint for _, e in run.events if e.kind is HintEventKind.OPENED]
     assert hint.pid == 90211
     assert "72 MiB/min" in hint.title
+    assert hint.badge == "LEAK +72 MiB/min"
     assert hint.value("leak_bytes_per_s") == pytest.approx(72 * 1024**2 / 60, rel=0.05)
 
 
@@ -82,6 +86,7 @@ def test_fragmentation_against_the_runs_own_budget(tmp_path) -> None:
     hint = next(e.hint for _, e in run.events if e.hint.code == "fragmentation")
     assert hint.value("unexplained_bytes") >= 2 * GIB   # type: ignore[operator]
     assert "expandable_segments:True" in hint.actions[0].text
+    assert hint.badge is not None and hint.badge.startswith("FRAGMENTED ")
     assert "memory-leak" not in run.codes()
 
 
@@ -98,6 +103,7 @@ def test_lost_gpu_and_its_return() -> None:
     lost = [(t, e.kind.value) for t, e in run.events
             if e.hint.code == "gpu-lost" and e.hint.gpu_index == 1]
     assert lost == [(30, "opened"), (90, "closed")]
+    assert {e.hint.badge for _, e in run.events if e.hint.code == "gpu-lost"} == {"LOST"}
     back = [(t, e.kind.value) for t, e in run.events if e.hint.code == "gpu-recovered"]
     assert back[0] == (90, "opened")
     assert run.codes("warning") == {"gpu-lost"}

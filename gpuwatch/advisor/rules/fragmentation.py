@@ -65,6 +65,7 @@ def _from_budget(ctx: RuleContext, gpu: GpuSample, p: ProcessSample) -> Finding 
         process_name=p.name,
         title=(f"pid {p.pid} holds {format_bytes(extra)} more than its budget: "
                "likely allocator fragmentation"),
+        badge=f"FRAGMENTED {format_bytes(extra)}",
         evidence=(f"it holds {format_bytes(measured)} (its usual peak over the last "
                   f"{format_duration(s.frag_window_s)}); its budget ({link.label}) peaks at "
                   f"{format_bytes(link.peak_bytes)}",
@@ -103,6 +104,8 @@ def _from_allocator(ctx: RuleContext, gpu: GpuSample, p: ProcessSample,
         code=CODE, severity=Severity.WARNING, gpu_index=gpu.index, pid=p.pid,
         process_name=p.name,
         title=f"pid {p.pid}: the caching allocator is fragmented",
+        badge=("FRAGMENTED" if slack is None or slack <= 0 else
+               f"FRAGMENTED {format_bytes(slack)}"),
         evidence=tuple(evidence),
         actions=_actions(slack if slack is not None and slack > 0 else None),
         values=(("reserved_bytes", st.reserved_bytes), ("allocated_bytes", st.allocated_bytes),

@@ -21,7 +21,7 @@ def gpu_lost(ctx: RuleContext) -> list[Finding]:
             evidence.append(f"driver says: {log.errors[index]}")
         out.append(Finding(
             code=LOST, severity=Severity.CRITICAL, gpu_index=index, pid=None,
-            title=f"GPU {index}{f' ({name})' if name else ''} was lost",
+            title=f"GPU {index}{f' ({name})' if name else ''} was lost", badge="LOST",
             evidence=tuple(evidence),
             actions=(HintAction("Check `dmesg` for Xid errors; the processes on it have "
                                 "probably failed"),

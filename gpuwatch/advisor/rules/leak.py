@@ -1,7 +1,7 @@
 """``memory-leak``: the floor of a process's memory keeps rising, step after step.
 
 The floor is the minimum per 30 s bucket (the trough of each training step). It leaks
-when, over at least 10 minutes after a 2-minute warm-up, the floors' Theil–Sen slope
+when, over at least 10 minutes after a warm-up of up to 6 minutes, the floors' Theil–Sen slope
 is above 10 MiB/min, they rise consistently (Kendall's tau ≥ 0.7), and both halves
 of the window rise (a single step up, such as a notebook loading a second model, is
 not a leak).
@@ -66,7 +66,8 @@ def floor_trend(ctx: RuleContext, gpu_index: int, pid: int) -> Trend | None:
     half = bt.size // 2
     for part in (slice(0, half + 1), slice(half, None)):
         sub = theil_sen(bt[part], by[part], tie=s.leak_tie_bytes)
-        if sub is None or sub.slope < 0.5 * keep_bar * s.leak_min_rate_bytes_per_s:
+        if sub is None or sub.slope < 0.5 * keep_bar * max(s.leak_min_rate_bytes_per_s,
+                                                            trend.slope):
             return None
     return trend
 
@@ -104,6 +105,7 @@ def _finding(ctx: RuleContext, gpu: GpuSample, p: ProcessSample, trend: Trend) -
         code=CODE, severity=Severity.WARNING, gpu_index=gpu.index, pid=p.pid,
         process_name=p.name,
         title=f"pid {p.pid} ({p.name or '?'}) leaks ~{format_growth(trend.slope)}",
+        badge=f"LEAK +{format_growth(trend.slope)}",
         evidence=tuple(evidence),
         actions=(HintAction("Look for tensors kept across steps: accumulate losses with "
                             "loss.item() or loss.detach(), not the tensor itself"),

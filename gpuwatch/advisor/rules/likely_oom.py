@@ -84,6 +84,7 @@ def _finding(ctx: RuleContext, e: ProcessExit) -> Finding:
         code=CODE, severity=Severity.WARNING, gpu_index=e.gpu_index, pid=e.pid,
         process_name=e.name,
         title=f"{who} exited at {at} — likely out of memory",
+        badge=f"OOM · pid {e.pid}",
         evidence=tuple(evidence), actions=_actions(e),
         values=(("exited_at_s", e.exited_at_s), ("gpu_used_bytes", peak),
                 ("total_bytes", total or None), ("process_bytes", e.used_bytes),

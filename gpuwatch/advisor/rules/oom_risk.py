@@ -17,10 +17,11 @@ leaves the GPU and gives its memory back, an open hint closes at once.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 
+from gpuwatch.advisor.climb import Climb, current_climb, step_period
 from gpuwatch.advisor.context import (
     Finding,
     RuleContext,
@@ -30,21 +31,11 @@ from gpuwatch.advisor.context import (
     format_growth,
     steadily,
 )
-from gpuwatch.advisor.trend import bucket_extremes, theil_sen
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.core.units import format_bytes, format_duration
 
 CODE = "oom-risk"
-
-
-@dataclass(frozen=True, slots=True)
-class Climb:
-    """A current climb of the peak envelope."""
-
-    rate: float        # bytes per second now: the slope over the last trend_recent_s
-    span_s: float      # how long the fitted window is
-    tau: float         # how steadily the whole window climbs
 
 
 def _peak(values: np.ndarray) -> float | None:
@@ -53,53 +44,127 @@ def _peak(values: np.ndarray) -> float | None:
     return None if math.isnan(peak) else peak
 
 
-def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> tuple[Climb | None, float | None]:
-    """The current climb, if there is one, and the latest bucket's peak (None: no data)."""
+def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """The current climb of the GPU's peak envelope, if there is one: a trend, not a step
+    and not a process's warm-up. Two scales: buckets of a training step (≥ 10 s) over
+    5 minutes for climbs of minutes, buckets of a minute over 15 minutes for slow ones."""
     s = ctx.settings
     total = gpu.memory.total_bytes or 0
     tie = s.trend_tie_fraction * total
     if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
-        return None, None      # flat: the newest quarter cannot top the earlier peaks
+        return None            # flat: the newest samples cannot top the earlier peaks
     w = ctx.gpu_window(gpu.index, s.trend_window_s)
     t, used = w["timestamp_s"], w["used_bytes"]
-    # The cheapest of the tests below first, as most samples fail it (memory flat, or
-    # a steady sawtooth): a current climb's newest quarter tops every earlier peak.
-    newest_s = s.trend_recent_s / 4
-    newest = t >= t[-1] - newest_s if t.size else t.astype(bool)
-    if newest.all() or not newest.any():
-        return None, None
+    # The cheapest test first, as most samples fail it (memory flat, or a steady
+    # sawtooth): a climb's newest samples (a minute: a slow step's top) top every
+    # earlier peak of the window.
+    if t.size < 3 or t[-1] - t[0] < s.trend_min_span_s:
+        return None
+    newest = t >= t[-1] - s.climb_newest_s
+    if newest.all():
+        return None
     top, before = _peak(used[newest]), _peak(used[~newest])
     if top is None or before is None or top - before < tie:
-        return None, None
-    bt, by = bucket_extremes(t, used, s.trend_bucket_s, "max")
-    if by.size == 0:
-        return None, None
-    latest = float(by[-1])
+        return None
     bar = s.trend_keep_tau if active else s.trend_min_tau
-    trend = theil_sen(bt, by, tie=tie)
-    if (trend is None or trend.span_s < s.trend_min_span_s or trend.slope <= 0
-            or trend.tau < bar):
-        return None, latest
-    # Well below the window's peak now (the latest bucket's peak, or what is left since a
-    # process exited in it): the climb ended, or its process did.
-    exit_s = ctx.last_exit_s(gpu.index)
-    if exit_s is not None and exit_s > t[-1] - s.trend_bucket_s:
-        since_exit = _peak(used[t >= exit_s])
-        latest = latest if since_exit is None else since_exit
-    if latest < float(by.max()) - 0.05 * total:
-        return None, latest
-    # Current: the last few minutes climb steadily on their own (their line is the rate)…
-    recent = bt >= bt[-1] - s.trend_recent_s
-    line = theil_sen(bt[recent], by[recent], tie=tie)
-    if line is None or line.slope <= 0 or line.tau < bar:
-        return None, latest
-    # …and the newest quarter of them tops every earlier peak by about what that rate
-    # says (half of it; a quarter to stay open, so a climb that slows down keeps its
-    # hint): a climb that levelled off, such as the end of a warm-up, falls short at once.
-    share = 0.25 if active else 0.5
-    if top - before < share * line.slope * newest_s:
-        return None, latest
-    return Climb(line.slope, trend.span_s, trend.tau), latest
+    gaps = 2 if active else 1
+    for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
+                               (s.slow_bucket_s, s.slow_window_s)):
+        if window_s != s.trend_window_s:
+            w = ctx.gpu_window(gpu.index, window_s)
+            t, used = w["timestamp_s"], w["used_bytes"]
+        climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
+                              bar, gaps)
+        if climb is None:
+            continue
+        if _stopped(t, used, tie, climb):
+            return None
+        # What is left since a process exited during the climb is well below it: the
+        # climb ended, or its process did.
+        exit_s = ctx.last_exit_s(gpu.index)
+        if exit_s is not None and exit_s > climb.since_s:
+            since_exit = _peak(used[t >= exit_s])
+            if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
+                return None
+        # A trend, not a step: new highs for long enough, over several training steps.
+        persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * climb.bucket_s)
+        if climb.span_s < persist:
+            continue
+        carried = _carried(ctx, gpu, climb, window_s, persist, bar, gaps, active)
+        if carried is not None:
+            return carried
+    return None
+
+
+def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
+    """A climb that the newest samples show has stopped: over the newest training step
+    and a half (30 s at least), at the climb's rate the envelope would have topped every
+    earlier peak, and it did not. Not judged when that rise would be lost in the noise
+    of sampling a step's top (one sample's climb of the sawtooth) or in the tie."""
+    period = step_period(t, used, tie)
+    span = max(30.0, 1.5 * period)
+    d = np.diff(used[~np.isnan(used)])
+    rises = d[d > 0]
+    noise = float(np.percentile(rises, 90)) if rises.size and period > 0 else 0.0
+    if climb.rate * span < 2 * max(tie, noise):
+        return False
+    newest = t >= t[-1] - span
+    top, before = _peak(used[newest]), _peak(used[~newest])
+    return top is not None and before is not None and top - before < tie
+
+
+def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
+             persist: float, bar: float, gaps: int, active: bool) -> Climb | None:
+    """The GPU's climb as its processes carry it: each process whose own envelope makes a
+    trend (not a warm-up) adds its rate. Processes arriving one after another, or the
+    tops of several processes' steps coming into line, lift the GPU's envelope without
+    any process climbing: no trend. None when no process carries the climb."""
+    s = ctx.settings
+    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    rates, own = 0.0, []
+    for p in gpu.processes:
+        w = ctx.process_window(gpu.index, p.pid, window_s)
+        if w["used_bytes"].size < 3:
+            continue
+        c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
+                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps)
+        if c is None or c.span_s < persist:
+            continue
+        if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
+            continue
+        rates += c.rate
+        own.append(c)
+    if not own:
+        return None
+    towards = None
+    if len(own) == 1 and own[0].towards_bytes is not None:
+        towards = climb.level_bytes + own[0].towards_bytes - own[0].level_bytes
+    first = min(own, key=lambda c: c.since_s)
+    return replace(climb, rate=rates, towards_bytes=towards,
+                   settle_s=own[0].settle_s if towards is not None else None,
+                   tau=min(c.tau for c in own), span_s=first.span_s, since_s=first.since_s)
+
+
+def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> bool:
+    """The process is in its first ``oom_warmup_s`` and has grown at about its climb's
+    pace since it arrived: the climb is its warm-up (loading, the first steps and
+    evaluation filling the caching allocator), not a trend. A process whose memory
+    mostly came at once and then keeps climbing slower is not warming up."""
+    s = ctx.settings
+    first = ctx.first_seen_s(gpu_index, pid)
+    # (a warm-up that ends at 6 min is seen to end a few buckets later)
+    if first is None or ctx.now_s - first >= s.oom_warmup_s + 2.5 * climb.bucket_s:
+        return False
+    age = ctx.now_s - first
+    w = ctx.process_window(gpu_index, pid, age + 1)
+    t, used = w["timestamp_s"], w["used_bytes"]
+    known = ~np.isnan(used)
+    t, used = t[known], used[known]
+    if used.size < 2:
+        return False
+    arrival = float(used[t <= t[0] + climb.bucket_s].max())
+    recent = float(used[t >= t[-1] - climb.bucket_s].max())
+    return recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s)
 
 
 def _grower(ctx: RuleContext, gpu: GpuSample,
@@ -120,12 +185,6 @@ def _grower(ctx: RuleContext, gpu: GpuSample,
         if growth > 0 and (best is None or growth > best[2]):
             best = (p.pid, p.name, growth)
     return best
-
-
-def warming_up(ctx: RuleContext, gpu_index: int, pid: int) -> bool:
-    """The process is in its first ``oom_warmup_s`` on the GPU (as far as we have seen)."""
-    first = ctx.first_seen_s(gpu_index, pid)
-    return first is not None and ctx.now_s - first < ctx.settings.oom_warmup_s
 
 
 def _actions(ctx: RuleContext, gpu: GpuSample, pid: int | None) -> tuple[HintAction, ...]:
@@ -159,30 +218,32 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         free_fraction = free / total
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 
-        climb, latest = _climb(ctx, gpu, active)
-        if climb is not None and any(warming_up(ctx, gpu.index, p.pid) for p in gpu.processes):
-            grower = _grower(ctx, gpu, s.trend_recent_s)
-            if grower is not None and warming_up(ctx, gpu.index, grower[0]):
-                climb = None                       # a process's warm-up, not a trend
-        ttf = None
-        if climb is not None and latest is not None:
-            ttf = max(0.0, (limit - latest) / climb.rate)
+        climb = _climb(ctx, gpu, active)
+        ttf = None if climb is None else climb.time_to(limit)
         horizon = s.horizon_s * (1.5 if active else 1.0)
+        if climb is not None:          # a climb that has gone on for longer is warned sooner
+            horizon = max(horizon, min(1.5 * s.horizon_s, climb.span_s))
         trending = ttf is not None and ttf <= horizon
         if not (low_free or trending):
             if active and exit_s is not None and ctx.now_s - exit_s <= s.free_window_s:
                 out.append(ended(CODE, gpu.index))   # its process left: memory is back
             continue
 
+        # critical: memory really almost gone, or a projection both short and consistent
         critical = free_fraction < s.free_critical_fraction or (
-            finite(ttf) and ttf is not None and ttf <= s.critical_horizon_s)
+            climb is not None and finite(ttf) and ttf is not None
+            and ttf <= s.critical_horizon_s and climb.tau >= s.critical_min_tau
+            and climb.span_s >= max(s.critical_persist_s, 3 * climb.bucket_s))
         if free_fraction < s.free_critical_fraction or (trending and ttf is not None
                                                         and ttf < 2.5):
             title = f"GPU {gpu.index} memory full now: {format_bytes(free)} free"
+            badge = "FULL"
         elif trending and ttf is not None:
             title = f"GPU {gpu.index} memory full in ~{format_eta(ttf)} at this rate"
+            badge = f"OOM in ~{format_eta(ttf)}"
         else:
             title = f"GPU {gpu.index} nearly full: {format_bytes(free)} free"
+            badge = f"{format_bytes(free)} FREE"
         when = ("now" if span < 1 else
                 f"at the highest point of the last {format_duration(span)}")
         evidence = [f"free {format_bytes(free)} of {format_bytes(total)} "
@@ -202,7 +263,7 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
                             f"last {format_duration(s.trend_window_s)}")
         out.append(Finding(
             code=CODE, severity=Severity.CRITICAL if critical else Severity.WARNING,
-            gpu_index=gpu.index, pid=None, title=title, evidence=tuple(evidence),
+            gpu_index=gpu.index, pid=None, title=title, evidence=tuple(evidence), badge=badge,
             actions=_actions(ctx, gpu, None if grower is None else grower[0]),
             values=(("time_to_full_s", ttf), ("free_bytes", int(free)),
                     ("total_bytes", int(total)),

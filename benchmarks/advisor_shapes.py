@@ -1,0 +1,143 @@
+"""The advisor on generated shapes: false alarms on healthy runs, lead time on failing ones.
+
+The long profile of ``tests/advisor/test_advisor_shapes.py``: healthy and failing runs
+drawn by the Hypothesis strategies of ``tests/advisor/shapes.py`` (half each), each
+sampled every second and fed to the advisor as the recorder does.
+
+* healthy: a run with any warning or critical hint is a false alarm;
+* failing: a warning (or critical) must open at least 60 s, and at least a quarter of
+  the climb's duration (at most 10 min), before the card is full; a warning or critical
+  before the climb began is a false alarm.
+
+Prints the false-alarm rates, the misses, and the distribution of the lead (seconds
+before full) per kind of failure. ``gpuwatch`` is whatever Python imports, so older code
+can be measured on the same runs (``PYTHONPATH=<old checkout>:tests/advisor``).
+
+Usage: ``python benchmarks/advisor_shapes.py [--examples 2000] [--jobs 2] [--seed 0]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "advisor"))
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from shapes import failing_runs, healthy_runs, judge
+
+Row = tuple  # (kind, label, ok, detail...)
+
+
+def _collect(strategy, n: int, at: int, measure) -> list[Row]:
+    rows: list[Row] = []
+
+    @seed(at)
+    @settings(max_examples=n, phases=[Phase.generate], deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def each(spec) -> None:
+        rows.append(measure(spec))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        each()
+    return rows
+
+
+def _healthy(spec) -> Row:
+    out = judge(spec)
+    crit = any(sev == "critical" for _, _, sev in out.loud)
+    return ("healthy", spec.label, bool(out.loud), crit, out.loud[:1])
+
+
+def _failing(spec) -> Row:
+    out = judge(spec)
+    f = spec.failure
+    early = [x for x in out.loud if x[0] < f.start_s]
+    first = next((x for x in out.loud if x[0] >= f.start_s), None)
+    full = out.full_s
+    lead = None if first is None or full is None else full - first[0]
+    need = None if full is None else spec.required_lead_s(full)
+    crit = next((x for x in out.loud if x[0] >= f.start_s and x[2] == "critical"), None)
+    crit_lead = None if crit is None or full is None else full - crit[0]
+    return (f.kind, spec.label, bool(early), lead, need, crit_lead,
+            None if first is None else first[1], early[:1], full)
+
+
+def _work(job: tuple[str, int, int, float]) -> list[Row]:
+    kind, n, at, longest = job
+    if kind == "healthy":
+        return _collect(healthy_runs(), n, at, _healthy)
+    return _collect(failing_runs(longest_fill_s=longest), n, at, _failing)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=2000)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--longest-fill", type=float, default=4 * 3600,
+                        help="slowest climb, seconds to fill the card")
+    parser.add_argument("--show", type=int, default=5, help="failures to print")
+    args = parser.parse_args()
+    half = args.examples // 2
+    per = max(1, half // args.jobs)
+    jobs = [(kind, per, args.seed * 1000 + k, args.longest_fill)
+            for kind in ("healthy", "failing") for k in range(args.jobs)]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = [r for part in pool.map(_work, jobs) for r in part]
+    wall = time.perf_counter() - started
+    healthy = [r for r in rows if r[0] == "healthy"]
+    failing = [r for r in rows if r[0] != "healthy"]
+    alarms = [r for r in healthy if r[2]]
+    crits = [r for r in healthy if r[3]]
+    print(f"{len(rows)} generated runs in {wall:.0f} s ({args.jobs} processes)\n")
+    print(f"healthy runs: {len(healthy)}; with a false warning or critical: {len(alarms)} "
+          f"({100 * len(alarms) / max(1, len(healthy)):.2f} %), with a false critical: "
+          f"{len(crits)} ({100 * len(crits) / max(1, len(healthy)):.2f} %)")
+    early = [r for r in failing if r[2]]
+    print(f"failing runs: {len(failing)}; false alarm before the climb began: {len(early)} "
+          f"({100 * len(early) / max(1, len(failing)):.2f} %)")
+    by_kind: dict[str, list[Row]] = defaultdict(list)
+    for r in failing:
+        by_kind[r[0]].append(r)
+    print(f"\n{'failure':<10} {'runs':>5} {'in time':>8} {'late':>5} {'missed':>7}   "
+          f"lead before full, s: {'min':>6} {'p10':>6} {'median':>7} {'p90':>7}   "
+          f"lead / required: {'min':>5} {'median':>6}   critical lead median")
+    for kind in sorted(by_kind):
+        rs = by_kind[kind]
+        leads = np.array([r[3] for r in rs if r[3] is not None], dtype=float)
+        ratio = np.array([r[3] / r[4] for r in rs if r[3] is not None and r[4]], dtype=float)
+        ontime = sum(1 for r in rs if r[3] is not None and r[4] is not None and r[3] >= r[4])
+        missed = sum(1 for r in rs if r[3] is None)
+        crit = np.array([r[5] for r in rs if r[5] is not None], dtype=float)
+
+        def q(a: np.ndarray, p: float) -> str:
+            return f"{np.percentile(a, p):,.0f}" if a.size else "-"
+        print(f"{kind:<10} {len(rs):>5} {ontime:>8} {len(rs) - ontime - missed:>5} "
+              f"{missed:>7}   {'':<21}{q(leads, 0):>6} {q(leads, 10):>6} {q(leads, 50):>7} "
+              f"{q(leads, 90):>7}   {'':<17}"
+              f"{(f'{ratio.min():.2f}' if ratio.size else '-'):>5} "
+              f"{(f'{np.median(ratio):.2f}' if ratio.size else '-'):>6}   "
+              f"{q(crit, 50)}")
+    bad = ([f"false alarm: {r[1]}: {r[4]}" for r in alarms]
+           + [f"early alarm: {r[1]}: {r[7]}" for r in early]
+           + [f"late ({r[3]} s < {r[4]:.0f} s, full at {r[8]}): {r[1]}" for r in failing
+              if r[4] is not None and (r[3] is None or r[3] < r[4])])
+    if bad:
+        print("\nSome of them:")
+        for line in bad[:args.show]:
+            print("  " + line)
+
+
+if __name__ == "__main__":
+    main()
