@@ -174,7 +174,7 @@ def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = Fal
     else:
         kept = 5 if spec.activation == "gelu_new" else 2
         kept -= 1 if frozen else 0
-    per_expert = kept * f
+    per_expert: float = kept * f
     if q.ffn_dropout and spec.dropout > 0:  # the dropped copy, which the output reads
         per_expert += f * (1 + mask_bytes / e)
     if spec.experts == 1:

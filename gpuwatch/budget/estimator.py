@@ -27,7 +27,7 @@ from gpuwatch.budget.cnn_activations import (
     cnn_train_activations,
 )
 from gpuwatch.budget.errors import BudgetError
-from gpuwatch.budget.family_spec import quirks_of
+from gpuwatch.budget.family_spec import FamilySpec, quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import gathered_bytes, model_states
@@ -165,8 +165,11 @@ def _act_options(spec: ModelSpec, setup: Setup) -> act.ActivationOptions:
 def _dense_variant(spec: TransformerSpec) -> TransformerSpec:
     """An MoE family's dense layers (DeepSeek's first k, Qwen2-MoE's ``mlp_only_layers``)."""
     q = quirks_of(spec)
-    return replace(spec, experts=1, experts_per_token=1, ffn=q.dense_ffn,
-                   quirks=replace(q, shared_ffn=0, shared_gate=False, dense_layers=0))
+    dense = replace(spec, experts=1, experts_per_token=1, ffn=q.dense_ffn)
+    if isinstance(dense, FamilySpec):
+        dense = replace(dense, quirks=replace(q, shared_ffn=0, shared_gate=False,
+                                              dense_layers=0))
+    return dense
 
 
 def transformer_train_activations(

@@ -146,8 +146,8 @@ def to_json(plan: Plan, sort: str = "time") -> dict[str, Any]:
         "seq": wl.seq if counts_tokens(r.spec) else None,
         "image": list(wl.image) if wl.image is not None and not counts_tokens(r.spec) else None,
         "precision": st.precision,
-        "efficiency": {"compute": r.efficiency.compute, "bandwidth": r.efficiency.bandwidth,
-                       "source": r.efficiency.source},
+        "efficiency": {"compute": r.eff.compute, "bandwidth": r.eff.bandwidth,
+                       "source": r.eff.source},
         "dataset_samples": r.dataset_samples,
         "sort": sort,
         "network_bytes_per_s": None if r.network_bytes_per_s is None

@@ -160,8 +160,9 @@ def layouts(spec: ModelSpec, hw: Hardware, gpus: int, train: bool,
     node idle). ``pipeline`` False leaves out pipeline stages (for a model one GPU holds
     they only add bubbles)."""
     transformer = isinstance(spec, TransformerSpec)
-    layers = spec.total_layers if transformer else 1
-    long = train and transformer and spec.arch == "decoder" and seq >= LONG_SEQUENCE
+    layers = spec.total_layers if isinstance(spec, TransformerSpec) else 1
+    long = (train and isinstance(spec, TransformerSpec) and spec.arch == "decoder"
+            and seq >= LONG_SEQUENCE)
     out: list[Layout] = []
     for tp in _tps(spec, hw, gpus):
         pps = [1] + ([p for p in _powers(layers) if tp * p <= gpus]

@@ -142,6 +142,7 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
                 loss.backward()
                 if masters:
                     for p, m, opt in zip(trainable, masters, opts, strict=True):
+                        assert p.grad is not None     # every trainable weight has one
                         m.grad = p.grad.float()
                         opt.step()
                         m.grad = None
