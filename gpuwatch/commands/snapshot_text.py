@@ -52,8 +52,13 @@ def _activity_line(g: GpuSample) -> str:
     if g.memory_busy_percent is not None:
         est = g.estimated_bandwidth_bytes_per_s
         peak = g.peak_bandwidth_bytes_per_s
-        bw = (f" ≈ {format_rate(est)} of {format_rate(peak)} peak (estimate)"
-              if est is not None and peak else "")
+        measured = g.measured_bandwidth_bytes_per_s       # GPM, where the GPU has it
+        if measured is not None and peak:
+            bw = f", {format_rate(measured)} of {format_rate(peak)} peak (measured)"
+        elif est is not None and peak:
+            bw = f" ≈ {format_rate(est)} of {format_rate(peak)} peak (estimate)"
+        else:
+            bw = ""
         bits.append(f"memory busy {g.memory_busy_percent:.0f} % of the time{bw}")
     if g.pcie_rx_bytes_per_s is not None or g.pcie_tx_bytes_per_s is not None:
         bits.append(f"PCIe rx {format_rate(g.pcie_rx_bytes_per_s)} "

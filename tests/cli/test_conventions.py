@@ -213,3 +213,17 @@ def test_a_near_miss_is_named(capsys):
     assert code == 2 and "(did you mean --gpu?)" in err
     _, _, err = run(capsys, "snapshot", "--zzzz")
     assert "did you mean" not in err
+
+
+def test_the_snapshot_text_says_measured_where_the_gpu_measures_its_bandwidth():
+    from gpuwatch.commands.snapshot_text import _activity_line
+    from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo
+
+    base = dict(memory_busy_percent=50.0, peak_bandwidth_bytes_per_s=3e12,
+                estimated_bandwidth_bytes_per_s=1.5e12)
+    estimated = GpuSample(0, None, "H100", GpuState.OK, MemoryInfo(1, 0, 1, 0), **base)
+    measured = GpuSample(0, None, "H100", GpuState.OK, MemoryInfo(1, 0, 1, 0), **base,
+                         measured_bandwidth_bytes_per_s=1.2e12)
+    assert "(estimate)" in _activity_line(estimated)
+    assert "1.2 TB/s of 3.0 TB/s peak (measured)" in _activity_line(measured)
+    assert "(estimate)" not in _activity_line(measured)
