@@ -67,7 +67,7 @@ def simulated(tmp_path_factory) -> dict[str, dict]:
     process of each is the one that dies, leaks or fragments)."""
     tmp = tmp_path_factory.mktemp("sim")
     sessions = {"oom-ramp": _record(tmp, "oom-ramp"),
-                "leak": _record(tmp, "leak", "--duration", "1000"),
+                "leak": _record(tmp, "leak", "--duration", "1200"),
                 "fragmentation": _record(tmp, "fragmentation", "--duration", "120"),
                 "warmup-staircase": _record(tmp, "warmup-staircase", "--duration", "900")}
     # one compressed, as the traces are stored

@@ -134,9 +134,10 @@ def test_the_advisor_runs_on_the_series_and_an_unreachable_host_is_no_oom() -> N
     opened_after_silence, closed = [], set()
     for t in range(400):
         series = []
+        climb = min(max(0, t - 50) * 40, 11000)   # steady first, then a climb: no warm-up
         for host in ("a", "b") if t < 300 else ("a",):
-            series += gpu_series(host, 0, 70000 + t * 20, job="gw", extra={n.GPU_READABLE: 1})
-            series.append(proc(host, (69000 + t * 20) * MIB))
+            series += gpu_series(host, 0, 70000 + climb, job="gw", extra={n.GPU_READABLE: 1})
+            series.append(proc(host, (69000 + climb) * MIB))
         gpus, probes, warnings = assembler.build(series, 1000.0 + t)
         history.append(Snapshot(1000.0 + t, BackendInfo(BackendKind.NVML), gpus, warnings,
                                 probes))

@@ -112,9 +112,9 @@ def test_the_tray_icon_follows_the_window_hints(make_window, scenario) -> None:
     feed(window, backend, range(0, 100, 2))
     assert tray.level == "ok"
     assert tray.tray.icon().cacheKey() == tray_icon("ok").cacheKey()
-    feed(window, backend, range(100, 170, 2))
+    feed(window, backend, range(100, 176, 2))      # the warning opens at 2 min 49 s
     assert tray.level == "warning"
-    feed(window, backend, range(170, 320, 2))
+    feed(window, backend, range(176, 320, 2))
     assert tray.level == "critical"
     assert tray.tray.icon().cacheKey() == tray_icon("critical").cacheKey()
     tip = tooltip_text(window, window.hint_source.active)
