@@ -1,7 +1,7 @@
 """The advisor on generated shapes: false alarms on healthy runs, lead time on failing ones.
 
 The long profile of ``tests/advisor/test_advisor_shapes.py``: healthy and failing runs
-drawn by the Hypothesis strategies of ``tests/advisor/shapes.py`` (half each), each
+drawn by the Hypothesis strategies of ``tests/advisor/generated_shapes.py`` (half each), each
 sampled every second and fed to the advisor as the recorder does.
 
 * healthy: a run with any warning or critical hint is a false alarm;
@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "advisor"))
 
+from generated_shapes import failing_runs, healthy_runs, judge
 from hypothesis import HealthCheck, Phase, given, seed, settings
-from shapes import failing_runs, healthy_runs, judge
 
 Row = tuple  # (kind, label, ok, detail...)
 

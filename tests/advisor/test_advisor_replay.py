@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from generated_shapes import RunSpec, failing_runs, healthy_runs, snapshots
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shapes import RunSpec, failing_runs, healthy_runs, snapshots
 
 from gpuwatch.advisor import Advisor
 from gpuwatch.core.hints import HintEvent, HintEventKind

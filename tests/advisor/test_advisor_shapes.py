@@ -1,4 +1,4 @@
-"""The advisor on generated shapes (``shapes.py``): healthy runs raise no warning and no
+"""The advisor on generated shapes (``generated_shapes.py``): healthy runs raise no warning and no
 critical hint; failing runs are warned of in time, and not before their climb began.
 
 "In time": at least 60 s, and at least a quarter of the climb's duration (at most
@@ -11,9 +11,9 @@ figures ``docs/advisor.md`` publishes.
 from __future__ import annotations
 
 import numpy as np
+from generated_shapes import RunSpec, failing_runs, healthy_runs, judge
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
-from shapes import RunSpec, failing_runs, healthy_runs, judge
 
 
 # The examples are drawn the same way on every run (derandomize): the quick profile is a
