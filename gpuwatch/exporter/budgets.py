@@ -41,7 +41,8 @@ def budget_from_estimate(doc: Any, source: str) -> LinkedBudget:
         raise BudgetFileError(f"{source}: total_bytes must be a whole number from 1 to "
                               f"{MAX_SIZE_TEXT}, not {shown(total)}")
     inputs = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
-    model = inputs.get("model") if isinstance(inputs.get("model"), str) else "estimate"
+    model = inputs.get("model") if isinstance(inputs.get("model"), str) else ""
+    model = " ".join(model.split()) or "estimate"    # one line: any run of spaces is one
     batch = inputs.get("batch")
     batch = batch if type(batch) is int and 0 < batch <= MAX_BATCH else None
     label = clip(model, 80) + (f" · batch {batch}" if batch is not None else "")

@@ -30,7 +30,9 @@ def test_trace_without_a_buildable_model_is_refused(capsys):
     assert "--trace-model" in _refused(capsys, "--params", "7B", "--trace")
 
 
+@pytest.mark.torch
 def test_bad_trace_targets_are_refused(capsys, tmp_path):
+    pytest.importorskip("torch")      # without it, --trace says it needs PyTorch first
     assert "FILE.py:callable" in _refused(capsys, "--trace-model", "no-colon")
     assert "no file" in _refused(capsys, "--trace-model", str(tmp_path / "x.py") + ":build")
     assert "has no callable" in _refused(capsys, "--trace-model", f"{MODELS}:nothing_here")

@@ -36,7 +36,7 @@ def short_duration(seconds: float) -> str:
         return f"~{round(s / 60)} min"
     if s < 36 * 3600:
         return f"~{round(s / 3600)} h"
-    return f"~{round(s / 86400)} d"
+    return f"~{min(round(s / 86400), 99_999)} d"     # absurd leads stay badge-sized
 
 
 def short_bytes(n: float, units: UnitSystem) -> str:
@@ -47,6 +47,8 @@ def short_bytes(n: float, units: UnitSystem) -> str:
         value = float(number)
     except ValueError:
         return text
+    if abs(value) > 99_999:              # an absurd figure stays badge-sized
+        return f">99999 {unit}"
     return f"{value:.0f} {unit}" if abs(value) >= 10 else text
 
 
