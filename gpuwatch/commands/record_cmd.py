@@ -68,8 +68,8 @@ def run_record(args: argparse.Namespace) -> int:
             raise
 
     advisor = Advisor()
-    csv_header_done = threading.Event()
     colour = wanted(args.color, sys.stdout)
+    hint_colour = wanted(args.color, sys.stderr)
     worst: dict[tuple, Severity] = {}
 
     def on_snapshot(snap: Snapshot) -> None:
@@ -85,13 +85,10 @@ def run_record(args: argparse.Namespace) -> int:
             lines = [json.dumps(snapshot_to_json(snap), separators=(",", ":"))]
             lines += [json.dumps(event_to_json(e), separators=(",", ":")) for e in events]
         elif fmt == "csv":         # the rows on stdout, the hints on stderr
-            lines = [csv_text(snapshot_rows(snap), header=not csv_header_done.is_set())
-                     .rstrip("\r\n")]
-            csv_header_done.set()
+            lines = [csv_text(snapshot_rows(snap), header=False).rstrip("\n")]
             for e in events:
                 print("hint " + paint(visible(format_event(e, None)), e.hint.severity.value,
-                                      wanted(args.color, sys.stderr)),
-                      file=sys.stderr, flush=True)
+                                      hint_colour), file=sys.stderr, flush=True)
         else:
             lines = format_tick(snap, backend.clock.elapsed_s() - start, colour)
             # virtual runs print time since the start; real ones the time of day
@@ -111,6 +108,8 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"Recording {describe_backend(backend.info)} every {args.interval:g} s"
               + (f" for {format_duration(duration)}" if duration else " until Ctrl-C")
               + where, flush=True)
+    if fmt == "csv":                  # the header once, before any row
+        print(csv_text([], header=True), end="", flush=True)
     sampler = Sampler(backend, args.interval, on_snapshot, on_error,
                       until_elapsed_s=None if duration is None else start + duration,
                       on_finished=done.set, start_elapsed_s=start)

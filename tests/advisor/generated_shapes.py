@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from advisor_support import GIB, MIB, T0
 from hypothesis import strategies as st
 
 from gpuwatch.advisor import Advisor
@@ -41,9 +42,6 @@ from gpuwatch.core.snapshot import (
     Snapshot,
 )
 
-MIB = 1024**2
-GIB = 1024**3
-T0 = 1_700_000_000.0
 HEALTHY_PEAK = 0.85            # a healthy GPU's peak, of its card
 WARMUP_MAX_S = 360.0           # the longest warm-up
 CARDS_GIB = (16, 24, 40, 48, 80, 94, 141)
