@@ -17,16 +17,10 @@ import numpy as np
 
 from gpuwatch.core.history import GPU_COLUMNS, PROCESS_COLUMNS, History, Ring
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, Snapshot
-from gpuwatch.sessions import schema
+from gpuwatch.sessions import read_only
 from gpuwatch.sessions.errors import SessionFileError
-from gpuwatch.sessions.reader import (
-    EventRow,
-    GpuRow,
-    HintRow,
-    ProcessRow,
-    SessionInfo,
-    SessionReader,
-)
+from gpuwatch.sessions.reader import SessionReader
+from gpuwatch.sessions.session_rows import EventRow, GpuRow, HintRow, ProcessRow, SessionInfo
 
 # reader column -> history column (the rest of a GPU's history columns stay unknown)
 _GPU_COLUMN_MAP = {"t_s": "timestamp_s", "used_bytes": "used_bytes",
@@ -129,7 +123,7 @@ def load_overview(path: str | Path, buckets: int = OVERVIEW_BUCKETS,
         events = r.events()
     t0 = info.started_at_s
     width = max(1e-3, info.duration_s / buckets)
-    conn = schema.open_read_only(path)
+    conn = read_only.open_read_only(path)
     try:
         history = History(capacity=2 * buckets + 2, max_processes=1, process_capacity=1)
         last_t = t0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from gpuwatch.sessions.reader import ProcessRow
+from gpuwatch.sessions.session_rows import ProcessRow
 
 # a command is cut to this many lines of COMMAND_COLUMNS characters in the process table
 COMMAND_COLUMNS, COMMAND_LINES = 96, 2

@@ -28,13 +28,8 @@ import numpy as np
 
 from gpuwatch.core.units import format_bytes, format_duration
 from gpuwatch.sessions import liveness
-from gpuwatch.sessions.reader import (
-    EventRow,
-    HintRow,
-    ProcessRow,
-    SessionInfo,
-    SessionReader,
-)
+from gpuwatch.sessions.reader import SessionReader
+from gpuwatch.sessions.session_rows import EventRow, HintRow, ProcessRow, SessionInfo
 from gpuwatch.sessions.writer import HINT_CRITICAL_EVENT
 
 HIGH_USE_FRACTION = 0.9

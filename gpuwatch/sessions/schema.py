@@ -21,19 +21,18 @@ Versions:
 New files are written as version 2; version 1 files are read as they are (the reader
 knows both layouts), so no file is ever rewritten. A gpuwatch that reads only version 1
 refuses a version-2 file ("written by a newer gpuwatch") instead of misreading it.
+
+This module holds the tables of each version and makes new files; reading one is
+:mod:`gpuwatch.sessions.read_only`, and the checks a file passes before it is read are
+:mod:`gpuwatch.sessions.file_checks`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import shutil
 import sqlite3
-import stat
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from gpuwatch.sessions.errors import SessionExistsError, SessionFileError
 
@@ -181,17 +180,6 @@ EXPECTED_TABLES = {
     2: {**_COMMON_TABLES, "process_change": ("process_id", "sample", "used_bytes", "listed")},
 }
 
-# The work one query may do, in SQLite virtual-machine steps: a fixed allowance plus
-# an amount per byte of the file (and its -wal). The heaviest statement of a report, a
-# CSV export or a replay takes about 0.2 steps per byte of the file (measured on 1 h of
-# the churn and 8-GPU scenarios), so the bound leaves a hundredfold margin; a file
-# whose definitions would make a query run far past that is refused as damaged
-# instead of hanging the reader (about a second per 5 MB of file at most).
-WORK_BASE_STEPS = 50_000_000
-WORK_STEPS_PER_BYTE = 20
-PROGRESS_EVERY = 100_000
-
-
 def prepare_new(path: Path) -> None:
     """Check that a new session file may be made at ``path``: nothing there yet, and its
     folder present (gpuwatch's own sessions folder is created; no other is)."""
@@ -273,225 +261,3 @@ def _is_sessions_folder(folder: Path) -> bool:
         return folder.resolve() == sessions_dir().resolve()
     except (OSError, RuntimeError):
         return False
-
-
-def open_read_only(path: Path) -> sqlite3.Connection:
-    """Open a session for reading, after checking it is one this version understands.
-
-    Nothing is ever created beside the file: a file with no ``-wal`` beside it is opened
-    ``immutable`` (no locks, no ``-shm``/``-wal``, works in a read-only folder); one
-    being recorded (``-wal`` and ``-shm`` present) is opened ``mode=ro`` so its latest
-    commits are seen; a ``-wal`` without its ``-shm`` is read from a private temporary
-    copy. Text that is not valid UTF-8 (a damaged cell) is decoded with U+FFFD
-    replacement characters, so the rest of the session still reads.
-    """
-    path = Path(path)
-    problem = file_problem(path)
-    if problem is not None:
-        raise SessionFileError(str(path), problem)
-    try:
-        conn = _connect_read_only(path)
-    except (OSError, sqlite3.Error) as exc:
-        raise SessionFileError(str(path), f"cannot be opened ({exc})") from None
-    conn.text_factory = decode_text
-    try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.Error as exc:
-        conn.close()
-        raise SessionFileError(str(path), describe_database_error(exc)) from None
-    except UnicodeDecodeError:
-        conn.close()
-        raise SessionFileError(str(path), "is damaged: its table definitions are not "
-                                          "readable text") from None
-    if app_id != APPLICATION_ID:
-        conn.close()
-        raise SessionFileError(str(path), "is an SQLite database but not a gpuwatch session")
-    if version > SCHEMA_VERSION:
-        conn.close()
-        raise SessionFileError(
-            str(path), f"was written by a newer gpuwatch (session schema {version}; this "
-                       f"version reads up to {SCHEMA_VERSION}). Update gpuwatch to open it.")
-    if version < 1:
-        conn.close()
-        raise SessionFileError(str(path), f"has an unknown session schema ({version})")
-    try:
-        problem = schema_problem(conn, version)
-    except sqlite3.Error as exc:
-        problem = describe_database_error(exc)
-    except UnicodeDecodeError:
-        problem = "is damaged: its table definitions are not readable text"
-    if problem is not None:
-        conn.close()
-        raise SessionFileError(str(path), problem)
-    return conn
-
-
-def schema_problem(conn: sqlite3.Connection, version: int) -> str | None:
-    """Why the file's tables are not the session tables of ``version``, or None.
-
-    Views, triggers and virtual tables are refused outright: a view can stand in for a
-    table with the right columns and run any query (an endless recursive one) when it
-    is read, and a virtual table runs a module's code. Other extra tables and indexes
-    are left alone (never read)."""
-    objects = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
-    for kind, name, sql in objects:
-        label = _shown_name(name)
-        if kind in ("view", "trigger"):
-            return (f"is not a plain session file: it holds a {kind} ({label}); views and "
-                    "triggers are not read")
-        if kind == "table" and isinstance(sql, str) and \
-                sql.lstrip()[:21].upper().split()[:2] == ["CREATE", "VIRTUAL"]:
-            return (f"is not a plain session file: {label} is a virtual table; only "
-                    "real tables are read")
-    tables = {name for kind, name, _ in objects if kind == "table"}
-    for table, columns in EXPECTED_TABLES[version].items():
-        if table not in tables:
-            return f"is damaged: it has no {table} table"
-        info = conn.execute(f"PRAGMA table_xinfo({table})").fetchall()
-        generated = [row[1] for row in info if row[6] in (2, 3)]
-        if generated:
-            return (f"is not a plain session file: {table}.{_shown_name(generated[0])} is a "
-                    "generated column; only stored values are read")
-        present = {row[1] for row in info}
-        missing = [c for c in columns if c not in present]
-        if missing:
-            return f"is damaged: the {table} table has no {missing[0]} column"
-    return None
-
-
-def _shown_name(name: object) -> str:
-    from gpuwatch.core.safe_text import clip
-
-    return clip(name if isinstance(name, str) else repr(name), 60)
-
-
-def decode_text(data: bytes) -> str:
-    """SQLite text to str; bytes that are not UTF-8 become U+FFFD instead of an error."""
-    return data.decode("utf-8", "replace")
-
-
-def file_problem(path: Path) -> str | None:
-    """Why ``path`` is not a file that can be opened as a session, or None."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            return f"is a symbolic link to nothing ({os.readlink(path)})"
-        return "no such session file"
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "is a symbolic link loop"
-        return f"cannot be read ({exc.strerror or exc})"
-    if stat.S_ISDIR(info.st_mode):
-        return "is a folder, not a session file"
-    if not stat.S_ISREG(info.st_mode):
-        return "is not a regular file (a pipe, device or socket), so it is not read"
-    if info.st_size == 0:
-        return "is empty (nothing was recorded in it)"
-    if not os.access(path, os.R_OK):
-        return "cannot be read (permission denied)"
-    return None
-
-
-class QueryTooLongError(sqlite3.OperationalError):
-    """A query on a session did more work than a file of its size can need."""
-
-
-class _ReadConnection(sqlite3.Connection):
-    """A read-only connection that may own a temporary copy, removed on close, and
-    that bounds the work of each statement (see :data:`WORK_STEPS_PER_BYTE`)."""
-
-    cleanup: tempfile.TemporaryDirectory | None = None
-    budget_calls = 0            # progress-handler calls one statement may take
-    _calls_left = 0
-    overran = False
-
-    def bound_work(self, file_bytes: int) -> None:
-        steps = WORK_BASE_STEPS + WORK_STEPS_PER_BYTE * max(0, file_bytes)
-        self.budget_calls = max(1, steps // PROGRESS_EVERY)
-        self._calls_left = self.budget_calls
-        self.set_progress_handler(self._progress, PROGRESS_EVERY)
-
-    def _progress(self) -> int:
-        self._calls_left -= 1
-        if self._calls_left < 0:
-            self.overran = True
-            return 1            # SQLite stops the statement: "interrupted"
-        return 0
-
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        self._calls_left = self.budget_calls      # each statement gets the whole budget
-        self.overran = False
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.OperationalError as exc:
-            raise self.translate(exc) from None
-
-    def translate(self, exc: sqlite3.OperationalError) -> sqlite3.OperationalError:
-        if self.overran:
-            return QueryTooLongError(
-                f"a query ran past {self.budget_calls * PROGRESS_EVERY:,} steps, far more "
-                "than a session of this size needs")
-        return exc
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            if self.cleanup is not None:
-                self.cleanup.cleanup()
-                self.cleanup = None
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    real = path.resolve()
-    wal, shm = Path(f"{real}-wal"), Path(f"{real}-shm")
-    has_wal = wal.is_file() and wal.stat().st_size > 0
-    if has_wal and shm.is_file():
-        return _connect(real, "mode=ro")
-    if not has_wal:
-        return _connect(real, "mode=ro&immutable=1")
-    # SQLite would create the -shm beside the file: read a private copy instead
-    temp = tempfile.TemporaryDirectory(prefix="gpuwatch-read-")
-    try:
-        copy = Path(temp.name) / "session.sqlite"
-        shutil.copyfile(real, copy)
-        shutil.copyfile(wal, f"{copy}-wal")
-        conn = _connect(copy, "mode=ro")
-    except BaseException:
-        temp.cleanup()
-        raise
-    conn.cleanup = temp  # type: ignore[attr-defined]
-    return conn
-
-
-def _connect(path: Path, params: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"{path.as_uri()}?{params}", uri=True, factory=_ReadConnection)
-    size = 0
-    for part in (path, Path(f"{path}-wal")):
-        with contextlib.suppress(OSError):
-            size += part.stat().st_size
-    conn.bound_work(size)  # type: ignore[attr-defined]
-    return conn
-
-
-def translate_error(conn: sqlite3.Connection, exc: sqlite3.Error) -> sqlite3.Error:
-    """``exc`` as :class:`QueryTooLongError` when the connection's work bound stopped
-    the statement (SQLite itself says only "interrupted")."""
-    if isinstance(conn, _ReadConnection) and isinstance(exc, sqlite3.OperationalError):
-        return conn.translate(exc)
-    return exc
-
-
-def describe_database_error(exc: sqlite3.DatabaseError) -> str:
-    text = str(exc)
-    if isinstance(exc, QueryTooLongError):
-        return f"is damaged or not a plain session file: {text}"
-    if "Could not decode" in text:
-        return f"holds text that is not UTF-8 ({text})"
-    if "not a database" in text:
-        return "is not a gpuwatch session (not an SQLite database)"
-    if "malformed" in text or "corrupt" in text:
-        return f"is damaged and cannot be read ({text})"
-    return f"cannot be read ({text})"

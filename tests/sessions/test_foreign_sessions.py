@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from session_support import record_scenario
 
-from gpuwatch.sessions import schema
+from gpuwatch.sessions import read_only, schema
 from gpuwatch.sessions.errors import SessionFileError
 from gpuwatch.sessions.reader import SessionReader
 
@@ -107,8 +107,8 @@ def test_a_view_with_an_endless_query_does_not_hang_report_or_sessions(recorded,
 def test_every_query_has_a_bounded_amount_of_work(recorded, monkeypatch):
     """A query that would never end (here a recursive one, as a damaged or crafted file
     could cause) is stopped by the progress handler and named, not waited on."""
-    monkeypatch.setattr(schema, "WORK_BASE_STEPS", 1_000_000)
-    monkeypatch.setattr(schema, "WORK_STEPS_PER_BYTE", 1)
+    monkeypatch.setattr(read_only, "WORK_BASE_STEPS", 1_000_000)
+    monkeypatch.setattr(read_only, "WORK_STEPS_PER_BYTE", 1)
     endless = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
                "SELECT count(*) FROM c")
     with SessionReader(recorded) as reader:

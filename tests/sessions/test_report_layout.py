@@ -21,7 +21,7 @@ from test_report_marks import record_with_advisor
 from gpuwatch.core.units import format_duration
 from gpuwatch.sessions import liveness
 from gpuwatch.sessions.export import export
-from gpuwatch.sessions.reader import EventRow, HintRow, SessionReader
+from gpuwatch.sessions.reader import SessionReader
 from gpuwatch.sessions.report_commands import ELLIPSIS, cut_command, wrap_command
 from gpuwatch.sessions.report_html import render_html
 from gpuwatch.sessions.report_json import report_to_json
@@ -35,6 +35,7 @@ from gpuwatch.sessions.report_model import (
     peak_of_capacity,
     worst_hint,
 )
+from gpuwatch.sessions.session_rows import EventRow, HintRow
 
 GiB = 1024**3
 LONG_COMMAND = [

@@ -18,7 +18,7 @@ from session_support import record_scenario
 from gpuwatch.core.units import format_duration
 from gpuwatch.sessions.charts_svg import memory_chart
 from gpuwatch.sessions.export import export
-from gpuwatch.sessions.reader import HintRow, SessionReader
+from gpuwatch.sessions.reader import SessionReader
 from gpuwatch.sessions.report_html import render_html
 from gpuwatch.sessions.report_json import report_to_json
 from gpuwatch.sessions.report_model import (
@@ -31,6 +31,7 @@ from gpuwatch.sessions.report_model import (
     build_report,
     oom_exits,
 )
+from gpuwatch.sessions.session_rows import HintRow
 
 GiB = 1024**3
 OOM_PID = 71310
