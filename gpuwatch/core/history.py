@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuwatch.core.process_rings import PROCESS_COLUMNS, ProcessRings, ProcessRuns
+from gpuwatch.core.process_rings import PROCESS_COLUMNS, ProcessRings
+from gpuwatch.core.process_table import ProcessRuns
 from gpuwatch.core.ring import Ring
 from gpuwatch.core.snapshot import GpuSample, Snapshot
 

@@ -1,4 +1,4 @@
-"""A process's ring that is a row of the history's process table (``process_rings``)."""
+"""A process's ring that is a row of the history's process table (``process_table``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from gpuwatch.core.ring import PROCESS_COLUMNS, Ring
 
 if TYPE_CHECKING:
-    from gpuwatch.core.process_rings import ProcessTable
+    from gpuwatch.core.process_table import ProcessTable
 
 
 class SlotRing(Ring):

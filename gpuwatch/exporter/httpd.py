@@ -11,11 +11,12 @@ resets its connection prints a traceback. Here (measured in
 - a request's header must arrive whole within :data:`REQUEST_S` of the first byte
   (slowloris is cut), an answer must be taken within :data:`WRITE_S`, a kept-alive
   connection may idle :data:`IDLE_S`; headers are capped at :data:`MAX_HEADER_BYTES`
-  and a request body (never needed) at :data:`MAX_BODY_BYTES`, read and dropped;
+  and a request body (never needed) at 64 KiB, read and dropped (the header is
+  parsed in :mod:`gpuwatch.exporter.http_request`);
 - at most ``max_connections`` are open: a new one pushes out the longest-waiting
   connection that is not being answered, so a flood cannot lock Prometheus out;
 - resets, bad requests, slow and pushed-out clients are counted, and said on stderr
-  at most once per kind per :data:`COMPLAIN_EVERY_S` (:class:`Complaints`), never
+  at most once per kind per minute (:mod:`gpuwatch.exporter.complaints`), never
   with a traceback.
 """
 
@@ -27,8 +28,10 @@ import os
 import selectors
 import socket
 import time
-from collections import Counter
 from collections.abc import Callable
+
+from gpuwatch.exporter.complaints import Complaints
+from gpuwatch.exporter.http_request import Refusal, body_length, parse_head
 
 try:
     import resource
@@ -39,11 +42,8 @@ REQUEST_S = 10.0               # from a request's first byte to the end of its h
 IDLE_S = 75.0                  # a kept-alive connection between requests
 WRITE_S = 30.0                 # to take a whole answer
 MAX_HEADER_BYTES = 16 << 10
-MAX_HEADER_LINES = 100
-MAX_BODY_BYTES = 64 << 10
 MAX_CONNECTIONS = 1024
 BACKLOG = 1024
-COMPLAIN_EVERY_S = 60.0
 SWEEP_EVERY_S = 0.25
 
 # (status, headers, body): what the application answers to (method, path, headers)
@@ -54,47 +54,6 @@ REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not All
            408: "Request Timeout", 413: "Content Too Large",
            431: "Request Header Fields Too Large", 500: "Internal Server Error",
            501: "Not Implemented", 505: "HTTP Version Not Supported"}
-
-KINDS = {
-    "reset": "connections reset or dropped by their client",
-    "bad-request": "bad requests refused",
-    "slow": "connections closed for sending a request or taking an answer too slowly",
-    "overload": "waiting connections closed to make room for new ones",
-    "error": "answers that failed inside the exporter",
-}
-
-
-class Complaints:
-    """Counts of what went wrong with clients, said at most once per kind per minute."""
-
-    def __init__(self, log: Callable[[str], None], every_s: float = COMPLAIN_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic):
-        self.log, self.every_s, self.clock = log, every_s, clock
-        self.counts: Counter[str] = Counter()          # since the start
-        self._unsaid: Counter[str] = Counter()         # since the kind's last line
-        self._said_at: dict[str, float] = {}
-
-    def note(self, kind: str, detail: str = "") -> None:
-        self.counts[kind] += 1
-        self._unsaid[kind] += 1
-        self._say(kind, detail)
-
-    def flush(self) -> None:
-        """Say the kinds counted since their last line, where a minute has passed."""
-        for kind in [k for k, n in self._unsaid.items() if n]:
-            self._say(kind)
-
-    def _say(self, kind: str, detail: str = "") -> None:
-        now = self.clock()
-        said = self._said_at.get(kind)
-        if said is not None and now - said < self.every_s:
-            return
-        count = self._unsaid.pop(kind, 0)
-        since = "" if said is None else f" in the last {now - said:.0f} s"
-        example = f" (last: {detail})" if detail else ""
-        self.log(f"gpuwatch serve: {count} {KINDS.get(kind, kind)}{since}{example}; "
-                 f"{self.counts[kind]} since the start")
-        self._said_at[kind] = now
 
 
 class _Conn:
@@ -108,12 +67,6 @@ class _Conn:
         self.close_after = False
         self.discard = 0              # request body bytes still to read and drop
         self.waiting = now            # since when it waits for a request (eviction order)
-
-
-class _Refusal(Exception):
-    def __init__(self, status: int, why: str):
-        super().__init__(why)
-        self.status = status
 
 
 def _raise_fd_limit(wanted: int) -> int:
@@ -303,15 +256,15 @@ class HttpServer:
         end = conn.inbuf.find(b"\r\n\r\n")
         if end < 0:
             if len(conn.inbuf) > MAX_HEADER_BYTES:
-                self._refuse(conn, _Refusal(431, "a request header over 16 KiB"))
+                self._refuse(conn, Refusal(431, "a request header over 16 KiB"))
                 return True
             return False
         head = bytes(conn.inbuf[:end])
         del conn.inbuf[:end + 4]
         try:
-            method, path, headers, keep = _parse(head)
-            length = _body_length(headers)
-        except _Refusal as refusal:
+            method, path, headers, keep = parse_head(head)
+            length = body_length(headers)
+        except Refusal as refusal:
             self._refuse(conn, refusal)
             return True
         conn.discard = length
@@ -328,7 +281,7 @@ class HttpServer:
                      len(body))
         return True
 
-    def _refuse(self, conn: _Conn, refusal: _Refusal) -> None:
+    def _refuse(self, conn: _Conn, refusal: Refusal) -> None:
         self.complaints.note("bad-request", str(refusal))
         conn.inbuf.clear()
         conn.discard = 0
@@ -377,37 +330,3 @@ class HttpServer:
         with contextlib.suppress(KeyError, ValueError, OSError):
             self._sel.unregister(conn.sock)
         conn.sock.close()
-
-
-def _parse(head: bytes) -> tuple[str, str, dict[str, str], bool]:
-    """(method, path, lower-cased headers, keep the connection) of a request header."""
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[0].isalpha() or not parts[1].startswith(("/", "*")):
-        raise _Refusal(400, "not an HTTP request line")
-    method, path, version = parts
-    if version not in ("HTTP/1.1", "HTTP/1.0"):
-        raise _Refusal(505, "only HTTP/1.0 and 1.1 are spoken")
-    if len(lines) - 1 > MAX_HEADER_LINES:
-        raise _Refusal(431, f"more than {MAX_HEADER_LINES} header lines")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip() \
-                or "\n" in line or "\r" in line or "\0" in line:    # no smuggled lines
-            raise _Refusal(400, "a malformed header line")
-        headers[name.lower()] = value.strip()
-    connection = headers.get("connection", "").lower()
-    keep = "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection
-    return method, path, headers, keep
-
-
-def _body_length(headers: dict[str, str]) -> int:
-    if "transfer-encoding" in headers:
-        raise _Refusal(501, "a request body in chunks is not read")
-    text = headers.get("content-length", "0")
-    if not (text.isascii() and text.isdigit() and len(text) <= 12):
-        raise _Refusal(400, "a malformed Content-Length")
-    if int(text) > MAX_BODY_BYTES:
-        raise _Refusal(413, "a request body over 64 KiB")
-    return int(text)

@@ -18,8 +18,9 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from gpuwatch.exporter.complaints import KINDS, Complaints
 from gpuwatch.exporter.families import DEFAULT_TOP_PROCESSES, Families
-from gpuwatch.exporter.httpd import KINDS, Answer, Complaints, HttpServer
+from gpuwatch.exporter.httpd import Answer, HttpServer
 from gpuwatch.exporter.listen import ListenAddress
 from gpuwatch.exporter.state import ExporterState
 

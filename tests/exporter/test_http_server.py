@@ -21,7 +21,7 @@ from prometheus_support import start_exporter
 from sim_support import make_scenario, sim_backend
 
 from gpuwatch.exporter import httpd
-from gpuwatch.exporter.httpd import Complaints
+from gpuwatch.exporter.complaints import Complaints
 from gpuwatch.exporter.listen import ListenAddress
 from gpuwatch.exporter.server import SnapshotCollector, serve_metrics
 from gpuwatch.exporter.state import ExporterState
