@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,3 +157,16 @@ def spawn() -> Iterator:
         if child.poll() is None:
             child.kill()
         child.wait()
+
+
+@pytest.fixture
+def children(spawn) -> Callable[[int], list[subprocess.Popen]]:
+    """children(n) -> n running ``sleep 1000`` processes (their exec finished), killed and
+    reaped after the test."""
+    return lambda n: [spawn(["sleep", "1000"]) for _ in range(n)]
+
+
+@pytest.fixture
+def sleeper(spawn) -> int:
+    """The pid of a running ``sleep 1000`` (its exec finished), killed after the test."""
+    return spawn(["sleep", "1000"]).pid

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import pytest
@@ -15,27 +14,6 @@ from gpuwatch.telemetry.host import PsutilHost
 
 needs_pidfd = pytest.mark.skipif(not ExitWatch(1).available,
                                  reason="no pidfd_open on this system")
-
-
-@pytest.fixture
-def children():
-    started: list[subprocess.Popen] = []
-
-    def start(n: int) -> list[subprocess.Popen]:
-        for _ in range(n):
-            started.append(subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL))
-        for child in started[-n:]:       # past exec: its command line is set
-            for _ in range(500):
-                with open(f"/proc/{child.pid}/cmdline", "rb") as f:
-                    if f.read().startswith(b"sleep"):
-                        break
-                time.sleep(0.01)
-        return started[-n:]
-
-    yield start
-    for child in started:
-        child.kill()
-        child.wait()
 
 
 def wait_until_exited(watch: ExitWatch, pid: int) -> set[int]:

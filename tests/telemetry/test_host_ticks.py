@@ -20,25 +20,6 @@ HZ = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-@pytest.fixture
-def sleeper():
-    child = subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL)
-    _wait_for_its_arguments(child.pid)
-    yield child.pid
-    child.kill()
-    child.wait()
-
-
-def _wait_for_its_arguments(pid: int) -> None:
-    """Until exec has finished: the command line reads empty for a moment before."""
-    for _ in range(1000):
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if f.read():
-                return
-        time.sleep(0.01)
-    pytest.fail(f"{pid} never showed its arguments")
-
-
 def _zombie_of(child: subprocess.Popen) -> int:
     for _ in range(1000):
         if psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE:
@@ -105,27 +86,18 @@ def counted(monkeypatch):
     return counts
 
 
-def test_static_facts_are_read_once_per_process_not_per_tick(counted):
-    children = [subprocess.Popen(["sleep", str(900 + k)], stdin=subprocess.DEVNULL)
-                for k in range(3)]
-    try:
-        for c in children:
-            _wait_for_its_arguments(c.pid)
-        pids = [c.pid for c in children]
-        host = PsutilHost(pid_namespace_isolated=False)
-        first = host.lookup(pids)
-        learnt = dict(counted)
-        assert learnt["cmdline"] == learnt["username"] == 3
-        for _ in range(5):
-            again = host.lookup(pids)
-        assert counted == learnt                 # no process object, no fact read again
-        for pid in pids:
-            assert again[pid].cmdline == first[pid].cmdline
-            assert again[pid].rss_bytes > 0 and again[pid].cpu_percent >= 0
-    finally:
-        for c in children:
-            c.kill()
-            c.wait()
+def test_static_facts_are_read_once_per_process_not_per_tick(counted, spawn):
+    pids = [spawn(["sleep", str(900 + k)]).pid for k in range(3)]
+    host = PsutilHost(pid_namespace_isolated=False)
+    first = host.lookup(pids)
+    learnt = dict(counted)
+    assert learnt["cmdline"] == learnt["username"] == 3
+    for _ in range(5):
+        again = host.lookup(pids)
+    assert counted == learnt                 # no process object, no fact read again
+    for pid in pids:
+        assert again[pid].cmdline == first[pid].cmdline
+        assert again[pid].rss_bytes > 0 and again[pid].cpu_percent >= 0
 
 
 def test_cpu_percent_is_the_change_in_cpu_time_over_the_interval(fake):

@@ -20,21 +20,6 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-@pytest.fixture
-def children():
-    started: list[subprocess.Popen] = []
-
-    def start(n: int) -> list[subprocess.Popen]:
-        for _ in range(n):
-            started.append(subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL))
-        return started[-n:]
-
-    yield start
-    for child in started:
-        child.kill()
-        child.wait()
-
-
 def test_a_kept_descriptor_reads_the_file_afresh():
     script = "import sys\nprint('ready', flush=True)\nx = 0\nwhile True: x += 1"
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
