@@ -53,6 +53,7 @@ from yolo_style import YOLOv5s
 from gpuwatch.budget import Setup, TransformerSpec, Workload, estimate, lookup_model
 from gpuwatch.budget.workload import lora_target_set
 from gpuwatch.core.units import format_bytes
+from gpuwatch.probe.memtrace_step import FakeScalars
 
 CATS = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache")
 TARGET = {"total": 8.0, **{c: 10.0 for c in CATS}}
@@ -118,19 +119,6 @@ class Classifier(nn.Module):
         return (F.mse_loss(out, y) if self.mse else F.cross_entropy(out, y)), out
 
 
-class scalars_of_fakes:
-    """Adafactor reads scalars with ``.item()``, which a fake tensor cannot answer: 1.0
-    stands in (the memory is the same whatever the value)."""
-
-    def __enter__(self):
-        self.item = torch.Tensor.item
-        torch.Tensor.item = lambda t: 1.0
-        return self
-
-    def __exit__(self, *exc):
-        torch.Tensor.item = self.item
-
-
 def _sum(snap, dev, *names) -> int:
     return sum(v for k, v in snap[dev].items() if getattr(k, "value", k) in names)
 
@@ -179,7 +167,7 @@ def trace_train(case: Case) -> dict[str, int]:
                         with torch.no_grad():
                             p.copy_(m)
                 else:
-                    with scalars_of_fakes():
+                    with FakeScalars():
                         opts[0].step()
                 after_step = mt.get_tracker_snapshot("current")
                 for opt in opts:

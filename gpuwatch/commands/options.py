@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from gpuwatch.telemetry.source import SourceOptions
@@ -18,6 +19,19 @@ if TYPE_CHECKING:
 MIN_INTERVAL_S = 0.1       # = gpuwatch.telemetry.sampler.MIN_INTERVAL_S
 MAX_SPEED = "max"          # = gpuwatch.telemetry.source.MAX_SPEED
 MAX_INTERVAL_S = 3600
+
+T = TypeVar("T")
+
+
+def parsed(text: str, parse: Callable[[str], T], error: type[Exception],
+           what: str | None = None) -> T:
+    """``parse(text)``, its ``error`` turned into argparse's: "'TEXT' is not WHAT: why"
+    (the error's own sentence alone without ``what``)."""
+    try:
+        return parse(text)
+    except error as exc:
+        reason = str(exc) if what is None else f"{text!r} is not {what}: {exc}"
+        raise argparse.ArgumentTypeError(reason) from None
 
 
 def _number(text: str, what: str) -> float:
@@ -94,21 +108,13 @@ def add_sampling(parser: argparse.ArgumentParser, default_interval: float | None
 def prometheus_url(text: str) -> str:
     from gpuwatch.telemetry.prometheus.url import ServerUrlError, parse_server_url
 
-    try:
-        return parse_server_url(text)
-    except ServerUrlError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Prometheus server URL: "
-                                         f"{exc}") from None
+    return parsed(text, parse_server_url, ServerUrlError, "a Prometheus server URL")
 
 
 def match_selector(text: str) -> tuple:
     from gpuwatch.telemetry.prometheus.selector import SelectorError, parse_selector
 
-    try:
-        return parse_selector(text)
-    except SelectorError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of label matchers: "
-                                         f"{exc}") from None
+    return parsed(text, parse_selector, SelectorError, "a list of label matchers")
 
 
 def add_prometheus(parser: argparse.ArgumentParser) -> None:
@@ -128,10 +134,7 @@ def add_prometheus(parser: argparse.ArgumentParser) -> None:
 def gpu_ids(text: str) -> object:
     from gpuwatch.core.gpu_selection import GpuSelection, GpuSelectionError
 
-    try:
-        return GpuSelection.parse(text)
-    except GpuSelectionError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parsed(text, GpuSelection.parse, GpuSelectionError)
 
 
 def add_gpu_ids(parser: argparse.ArgumentParser) -> None:

@@ -14,11 +14,7 @@ MAX_TOP_PROCESSES = 100
 def listen_address(text: str) -> object:
     from gpuwatch.exporter.listen import ListenError, parse_listen
 
-    try:
-        return parse_listen(text)
-    except ListenError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an address to listen on: "
-                                         f"{exc}") from None
+    return options.parsed(text, parse_listen, ListenError, "an address to listen on")
 
 
 def top_processes(text: str) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from gpuwatch.commands import options
 from gpuwatch.commands.parsing import SESSIONS_DIR, describe
 
 RUNS = "gpuwatch.commands.session_cmds"
@@ -37,10 +38,7 @@ def prune_size(text: str) -> int:
     """``--prune-size``: a size such as 2GiB or 0B."""
     from gpuwatch.core.units import UnitError, parse_size
 
-    try:
-        return parse_size(text)
-    except UnitError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return options.parsed(text, parse_size, UnitError)
 
 
 def declare_report(p: argparse.ArgumentParser) -> None:

@@ -74,8 +74,9 @@ def _is_hf(model: nn.Module) -> bool:
     return type(model).__module__.startswith("transformers.")
 
 
-class _Scalars:
-    """Adafactor reads scalars with ``.item()``, which a fake tensor cannot answer."""
+class FakeScalars:
+    """Adafactor reads scalars with ``.item()``, which a fake tensor cannot answer: 1.0
+    stands in (the memory is the same whatever the value)."""
 
     def __enter__(self):
         self.item = torch.Tensor.item
@@ -149,7 +150,7 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
                         with torch.no_grad():
                             p.copy_(m)
                 else:
-                    with _Scalars():
+                    with FakeScalars():
                         for opt in opts:
                             opt.step()
                 after_step = mt.get_tracker_snapshot("current")
