@@ -84,10 +84,7 @@ def load_replay(path: str | Path, with_processes: bool = True) -> ReplayData:
         order = np.argsort(t, kind="stable")
         ring = history.processes[key] = Ring(max(1, len(t)), PROCESS_COLUMNS)
         ring.load_columns({"timestamp_s": t[order], "used_bytes": used[order]})
-    kind = _backend_kind(info.backend_kind)
-    history.latest = Snapshot(last_t, BackendInfo(kind, info.driver_version,
-                                                  scenario=info.scenario, hostname=info.host),
-                              gpus=())
+    history.latest = _latest_snapshot(info, last_t)
     return ReplayData(path, info, gpus, history, processes, hints, events)
 
 
@@ -152,11 +149,16 @@ def load_overview(path: str | Path, buckets: int = OVERVIEW_BUCKETS,
                 last_t = max(last_t, float(t[-1] + t0))
     finally:
         conn.close()
-    kind = _backend_kind(info.backend_kind)
-    history.latest = Snapshot(last_t, BackendInfo(kind, info.driver_version,
-                                                  scenario=info.scenario, hostname=info.host),
-                              gpus=())
+    history.latest = _latest_snapshot(info, last_t)
     return ReplayData(path, info, gpus, history, processes, hints, events, overview=True)
+
+
+def _latest_snapshot(info: SessionInfo, last_t: float) -> Snapshot:
+    """The history's latest snapshot for a replay: the session's backend at its last
+    sample, with no GPUs (the replayed rows are in the history's rings)."""
+    kind = _backend_kind(info.backend_kind)
+    return Snapshot(last_t, BackendInfo(kind, info.driver_version, scenario=info.scenario,
+                                        hostname=info.host), gpus=())
 
 
 def _backend_kind(stored: str) -> BackendKind:
