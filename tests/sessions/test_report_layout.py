@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from session_support import record_scenario
-from test_report_marks import record_with_advisor
 
 from gpuwatch.core.units import format_duration
 from gpuwatch.sessions import liveness
@@ -113,11 +112,6 @@ user = "bob"
 memory = "2GiB"
 ''')
     return record_scenario(folder / "long.sqlite", str(scenario), until_s=30)
-
-
-@pytest.fixture(scope="module")
-def oom_session(tmp_path_factory) -> Path:
-    return record_with_advisor(tmp_path_factory.mktemp("oom") / "oom.sqlite", "oom-ramp", 600)
 
 
 # --- command lines ---------------------------------------------------------------------

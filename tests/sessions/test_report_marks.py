@@ -38,24 +38,15 @@ OOM_PID = 71310
 OOM_LABEL = f"pid {OOM_PID} exited — likely OOM"
 
 
-def record_with_advisor(path: Path, scenario: str, until_s: float, step_s: float = 1.0) -> Path:
-    return record_scenario(path, scenario, until_s, step_s, advisor=True)
-
-
 def _report(path: Path) -> Report:
     with SessionReader(path) as reader:
         return build_report(reader)
 
 
 @pytest.fixture(scope="module")
-def oom_session(tmp_path_factory) -> Path:
-    return record_with_advisor(tmp_path_factory.mktemp("oom") / "oom.sqlite", "oom-ramp", 600)
-
-
-@pytest.fixture(scope="module")
 def quiet_session(tmp_path_factory) -> Path:
-    return record_with_advisor(tmp_path_factory.mktemp("quiet") / "ws.sqlite", "workstation",
-                               240, step_s=2)
+    return record_scenario(tmp_path_factory.mktemp("quiet") / "ws.sqlite", "workstation",
+                           240, step_s=2, advisor=True)
 
 
 def test_the_oom_timeline_is_marked_and_the_lead_time_said(oom_session) -> None:
