@@ -35,12 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "exporter"))
 from load_clients import REQUEST, burst  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from prometheus_support import free_port, stop_process  # noqa: E402
 
 
 def start(code: Path, port: int) -> subprocess.Popen:
@@ -149,11 +144,7 @@ def main() -> None:
         describe("quiet again: 50 scrapes", [one_scrape(port) for _ in range(50)])
         print(f"  exporter still running: {child.poll() is None}")
     finally:
-        child.terminate()
-        try:
-            child.wait(15)
-        except subprocess.TimeoutExpired:
-            child.kill()
+        stop_process(child, wait_s=15)
         err = child.stderr.read().decode(errors="replace")
         lines = err.count("\n")
         print(f"  exporter's stderr: {lines} lines, {err.count('Traceback')} tracebacks")

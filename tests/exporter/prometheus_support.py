@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -37,6 +36,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_process(process: subprocess.Popen, wait_s: float) -> None:
+    """SIGTERM, then SIGKILL if the process still runs after ``wait_s``; reaped."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def wait_for(what: str, check: Callable[[], T | None], deadline_s: float = 30.0,
@@ -77,13 +87,7 @@ class Exporter:
         return http_get(self.url).decode()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, wait_s=10)
 
 
 def start_exporter(host: str | None, demo: str, *extra: str, interval_s: float = 0.5,
@@ -126,13 +130,7 @@ class PrometheusServer:
         return json.loads(body)["data"]["result"]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, wait_s=15)
 
 
 class StaticTarget:
