@@ -30,16 +30,36 @@ NVLINK_TIP = ("NVLink receive (↓) and transmit (↑), all links together, from
               "throughput counters")
 
 
-_HOST_GPU = re.compile(r"(?P<host>.+)/(?P<gpu>\d+) · (?P<model>.+)")
+# a GPU of a cluster view, as the Prometheus source names it: "node-h100-07/0 · H100 80GB HBM3"
+HOST_GPU = re.compile(r"(?P<host>.+)/(?P<gpu>\d+) · (?P<model>.+)")
 
 
 def title_runs(index: int, name: str) -> list[Run]:
     """"GPU 3  H100 80GB HBM3"; a GPU of a cluster view (named "host/0 · model" by the
-    Prometheus source) reads "host · GPU 0  model": its own host and index first."""
-    m = _HOST_GPU.fullmatch(name)
+    Prometheus source) stands under its host's header and reads "GPU 0  model": its
+    index on its own host."""
+    m = HOST_GPU.fullmatch(name)
     if m is None:
         return [Run(f"GPU {index}", bold=True), Run(f"  {name}")]
-    return [Run(f"{m['host']} · GPU {m['gpu']}", bold=True), Run(f"  {m['model']}")]
+    return [Run(f"GPU {m['gpu']}", bold=True), Run(f"  {m['model']}")]
+
+
+def lost_reason(error: str | None) -> tuple[str, str]:
+    """(line, tooltip) of a GPU that cannot be read: "Driver: GPU lost (…)", or for a
+    cluster host that does not answer "Unreachable: its scrape fails (…)" (its host's
+    header names the host)."""
+    reason = error or "no reason given"
+    m = re.fullmatch(r"host (?P<host>.+?) unreachable: (?P<why>.+)", reason)
+    if m is not None:
+        return f"Unreachable: {m['why']}", f"Host {m['host']} unreachable: {m['why']}"
+    return f"Driver: {reason}", f"The driver's reason: {reason}"
+
+
+def title_tip(index: int, name: str, uuid: str | None) -> str:
+    """The title's tooltip: "node-h100-07 · GPU 0 · GPU 3 in this window · GPU-…"."""
+    m = HOST_GPU.fullmatch(name)
+    host = "" if m is None else f"{m['host']} · GPU {m['gpu']} · "
+    return f"{host}GPU {index} in this window" + (f" · {uuid}" if uuid else "")
 
 
 def proc_name(p: ProcessSample) -> str:

@@ -171,7 +171,7 @@ class GpuCard(CardFrame):
         if g.name:
             self._name = g.name.removeprefix("NVIDIA ")
         self.title.set_runs(card_texts.title_runs(g.index, self._name),
-                            f"GPU {g.index} in this window" + (f" · {g.uuid}" if g.uuid else ""))
+                            card_texts.title_tip(g.index, self._name, g.uuid))
         self._thresholds = thresholds
         self._set_state(g, now_s)
         self._apply_colors()
@@ -312,8 +312,7 @@ class GpuCard(CardFrame):
                           else "No data before the reads failed")
             self.bar.set_data(1.0, [], greyed=True)
         self.bar.set_overlay(0, None, "iec")
-        reason = g.error or "no reason given"
-        self.legend.set(f"Driver: {reason}", f"The driver's reason: {reason}")
+        self.legend.set(*card_texts.lost_reason(g.error))
         for label in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
             label.set("")
         self.nvlink.hide()
