@@ -6,7 +6,6 @@ so each line's wording can be read, and tested, on its own.
 
 from __future__ import annotations
 
-import html
 import re
 
 from gpuwatch.core.snapshot import EXITED_PROCESS_LABEL, GpuSample, HostStatus, ProcessSample
@@ -172,23 +171,29 @@ def vitals_runs(g: GpuSample, thresholds: Thresholds, compact: bool = False) -> 
             Run(f" · {power}")]
 
 
-def budget_html(overlay: Overlay, capacity: int | None, tensors_bytes: float | None,
-                units: UnitSystem) -> str:
-    """The card's budget line: predicted and measured, then what stands out: more than
-    the GPU holds (critical, in words), unexplained bytes, or the room left, in neutral
-    words ("may grow ~4.0 GiB more": room in a budget is not a verdict on the GPU)."""
+def budget_lines(overlay: Overlay, capacity: int | None, tensors_bytes: float | None,
+                 units: UnitSystem) -> tuple[list[list[Run]], str]:
+    """The card's budget lines and their tooltip: first the key figures, predicted and
+    measured, then what stands out: more than the GPU holds (critical, in words),
+    unexplained bytes, or the room left, in neutral words ("may grow ~4.0 GiB more":
+    room in a budget is not a verdict on the GPU); then the budget's name, muted, and
+    what the probe counts in tensors."""
     c = theme.colors()
     pred = overlay.prediction
-    text = (f"<b>Budget</b> pid {overlay.pid} · {html.escape(pred.label)}: predicted "
-            f"<b>{format_bytes(pred.total_bytes, units)}</b>, measured "
-            f"{format_bytes(overlay.measured_bytes, units)}")
+    figures = [Run("Budget ", bold=True), Run("predicted "),
+               Run(format_bytes(pred.total_bytes, units), bold=True),
+               Run(f" · measured {format_bytes(overlay.measured_bytes, units)}")]
     if capacity and pred.total_bytes > capacity:
-        text += (f", <span style='color:{c.critical}'><b>more than this GPU's "
-                 f"{format_bytes(capacity, units)}</b></span>")
+        figures.append(Run(f" · more than this GPU's {format_bytes(capacity, units)}",
+                           c.critical, bold=True))
     elif overlay.unexplained_bytes:
-        text += f", <b>unexplained {format_bytes(overlay.unexplained_bytes, units)}</b>"
+        figures.append(Run(f" · unexplained {format_bytes(overlay.unexplained_bytes, units)}",
+                           bold=True))
     elif overlay.headroom_bytes:
-        text += f", {headroom_text(overlay.headroom_bytes, units)}"
+        figures.append(Run(f" · {headroom_text(overlay.headroom_bytes, units)}"))
+    name = f"pid {overlay.pid} · {pred.label}"
     if tensors_bytes is not None:
-        text += f"; the probe counts <b>{format_bytes(tensors_bytes, units)}</b> in tensors"
-    return text
+        name += f" · the probe counts {format_bytes(tensors_bytes, units)} in tensors"
+    lines = [figures, [Run(name, c.muted)]]
+    tooltip = "".join(r.text for r in figures) + "\n" + name
+    return lines, tooltip
