@@ -9,10 +9,15 @@ PNG as docs/screenshots/live/SCENARIO-THEME-WxH[SUFFIX].png. These are the real,
 window, not `--screenshot` renders (which lay out once and never see the live-only
 paths). One X server at a time, ended after each shot.
 
-Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox`).
+`--keys` types keys into the window before the grab, as a user would (xdotool: `ctrl+3`
+opens the Advisor tab, `ctrl+l` links the selected process to the budget, `ctrl+o Return`
+replays the session being recorded); `--cluster` shows the Prometheus cluster view
+instead (see :mod:`cluster_view`).
+
+Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox xdotool`).
 Run: .venv/bin/python scripts/live_screenshots.py [--scenarios a,b|path.toml] [--sizes 1280x800]
      [--themes light,dark] [--wait 20] [--at 0.6] [--suffix -after] [--out docs/screenshots/live]
-     [--colors 256]
+     [--colors 256] [--keys "ctrl+3"] [--name advisor] [--cluster]
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,14 +48,30 @@ def scenarios(extra: list[str] = ()) -> dict[str, float]:  # type: ignore[assign
     return {name: resolve_scenario(name).duration_s for name in names}
 
 
-def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
-         out: Path, display: int, at: float = 0.6, suffix: str = "",
-         colors: int = 0) -> Path:
-    width, height = size.split("x")
-    path = out / f"{Path(scenario).stem}-{theme}-{size}{suffix}.png"
+KEY_PAUSE_S = 2.0       # between typed keys, and after the last one before the grab
+
+# a source for the window: its `gpuwatch gui` arguments, and what to do halfway through
+Source = Callable[[], AbstractContextManager[tuple[list[str], Callable[[], None]]]]
+
+
+def demo(scenario: str, duration_s: float, wait_s: float, at: float) -> Source:
+    """A simulated scenario, played fast enough that ``at`` of it has run at the grab."""
     scale = max(1.0, at * duration_s / wait_s)
+    args = ["--demo", scenario, "--time-scale", f"{scale:g}"]
+    return lambda: nullcontext((args, lambda: None))
+
+
+def shot(source: Source, name: str, theme: str, size: str, wait_s: float,
+         out: Path, display: int, suffix: str = "", colors: int = 0,
+         keys: tuple[str, ...] = ()) -> Path:
+    width, height = size.split("x")
+    path = out / f"{name}-{theme}-{size}{suffix}.png"
     with tempfile.TemporaryDirectory() as home:
-        env = dict(os.environ, DISPLAY=f":{display}", XDG_CONFIG_HOME=f"{home}/config",
+        # run from the throwaway folder: the gpuwatch imported is the one on PYTHONPATH
+        # (a "before" tree), not this checkout's by way of the working directory
+        env = dict(os.environ, DISPLAY=f":{display}",
+                   PYTHONPATH=os.environ.get("PYTHONPATH") or str(REPO),
+                   XDG_CONFIG_HOME=f"{home}/config",
                    XDG_STATE_HOME=f"{home}/state", XDG_RUNTIME_DIR=home,
                    GPUWATCH_DATA_DIR=f"{home}/data")
         env.pop("QT_QPA_PLATFORM", None)
@@ -62,16 +85,23 @@ def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
                 wm = subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
                 time.sleep(0.5)
-            app = subprocess.Popen([sys.executable, "-m", "gpuwatch", "gui", "--demo", scenario,
-                                    "--theme", theme, "--time-scale", f"{scale:g}"],
-                                   env=env, cwd=REPO, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-            time.sleep(wait_s)
-            if app.poll() is not None:
-                raise SystemExit(f"{scenario}: the window ended early (exit {app.returncode})")
-            reduce = ["-colors", str(colors)] if colors else []
-            subprocess.run(["import", "-window", "root", *reduce, str(path)], env=env,
-                           check=True, timeout=60)
+            with source() as (args, halfway), open(f"{home}/gui.log", "wb") as log:
+                app = subprocess.Popen([sys.executable, "-m", "gpuwatch", "gui", *args,
+                                        "--theme", theme], env=env, cwd=home,
+                                       stdout=subprocess.DEVNULL, stderr=log)
+                time.sleep(wait_s / 2)
+                halfway()
+                time.sleep(wait_s / 2)
+                for key in keys:
+                    subprocess.run(["xdotool", "key", "--clearmodifiers", key], env=env,
+                                   check=True, timeout=10)
+                    time.sleep(KEY_PAUSE_S)
+                if app.poll() is not None:
+                    raise SystemExit(f"{name}: the window ended early (exit {app.returncode}): "
+                                     f"{Path(log.name).read_text()[-2000:]}")
+                reduce = ["-colors", str(colors)] if colors else []
+                subprocess.run(["import", "-window", "root", *reduce, str(path)], env=env,
+                               check=True, timeout=60)
         finally:
             if app is not None:
                 app.terminate()
@@ -99,20 +129,39 @@ def main() -> None:
     parser.add_argument("--suffix", default="", help="added to each file's name")
     parser.add_argument("--colors", type=int, default=0, metavar="N",
                         help="reduce each PNG to N colours (smaller files)")
+    parser.add_argument("--keys", default="", metavar="KEYS",
+                        help="xdotool keys typed before the grab, e.g. 'ctrl+o Return'")
+    parser.add_argument("--name", default="", help="added to each file's scenario name "
+                        "(advisor: oom-ramp-advisor-light-1280x800.png)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="the Prometheus cluster view of two demo hosts, one of which "
+                             "goes down halfway (needs prometheus)")
     args = parser.parse_args()
-    for tool in ("Xvfb", "import"):
+    keys = tuple(args.keys.split())
+    for tool in ("Xvfb", "import", *(("xdotool",) if keys else ())):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is needed: apt install xvfb imagemagick")
-    known = scenarios([n for n in (args.scenarios or "").split(",") if n.endswith(".toml")])
-    names = args.scenarios.split(",") if args.scenarios else sorted(known)
+            raise SystemExit(f"{tool} is needed: apt install xvfb imagemagick xdotool")
     args.out.mkdir(parents=True, exist_ok=True)
-    plan = [(n, t, s) for n in names for t in args.themes.split(",")
+    sources: dict[str, Source]
+    if args.cluster:
+        from cluster_view import two_hosts  # beside this script
+
+        sources = {"cluster": two_hosts}
+    else:
+        known = scenarios([n for n in (args.scenarios or "").split(",")
+                           if n.endswith(".toml")])
+        names = args.scenarios.split(",") if args.scenarios else sorted(known)
+        sources = {Path(n).stem: demo(n, known[n], args.wait, args.at) for n in names}
+    plan = [(n, t, s) for n in sources for t in args.themes.split(",")
             for s in args.sizes.split(",")]
-    if not args.scenarios:
+    if not args.scenarios and not args.cluster:
+        known = scenarios()
+        sources[SMALL[0]] = demo(SMALL[0], known[SMALL[0]], args.wait, args.at)
         plan += [(SMALL[0], t, SMALL[1]) for t in args.themes.split(",")]
     for i, (name, theme, size) in enumerate(plan, 1):
-        path = shot(name, known[name], theme, size, args.wait, args.out, args.display,
-                    args.at, args.suffix, args.colors)
+        label = f"{name}-{args.name}" if args.name else name
+        path = shot(sources[name], label, theme, size, args.wait, args.out, args.display,
+                    args.suffix, args.colors, keys)
         print(f"[{i}/{len(plan)}] {path}", flush=True)
 
 

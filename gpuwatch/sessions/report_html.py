@@ -124,6 +124,13 @@ def e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
+def _evidence(detail: str | None) -> str:
+    """A hint's evidence, one sentence a line (stored one a line; files that joined them
+    with spaces show one line)."""
+    lines = [line for line in (detail or "").splitlines() if line.strip()]
+    return f"<p>{'<br>'.join(map(e, lines))}</p>" if lines else ""
+
+
 def _inline(svg: str, name: str) -> str:
     return svg
 
@@ -368,7 +375,7 @@ class _Page:
                             f"{e(h.severity.upper())}</span> <b>{e(h.title)}</b><br>"
                             f"<span class='meta'><code>{e(h.code)}</code> · {e(where)} · "
                             f"{e(span)} from the start</span></p>"
-                            f"<p>{'<br>'.join(map(e, h.detail.splitlines()))}</p>"
+                            f"{_evidence(h.detail)}"
                             f"{'<ul>' + actions + '</ul>' if actions else ''}</div>")
 
     def budgets(self) -> None:

@@ -101,6 +101,7 @@ def report_to_json(r: Report) -> dict[str, Any]:
             "closed_s": h.closed_s,
             "title": h.title,
             "detail": h.detail,
+            "evidence": [line for line in (h.detail or "").splitlines() if line.strip()],
             "actions": list(h.actions),
         } for h in r.hints],
         "budgets": [{

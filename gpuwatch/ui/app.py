@@ -58,13 +58,10 @@ class LaunchOptions:
 def open_source(opts: LaunchOptions) -> tuple[NvmlBackend, str | None, bool]:
     """(backend, banner text, fell back?) — raises ScenarioError for a bad --demo."""
     if opts.prometheus is not None:
-        from html import escape
+        from gpuwatch.ui.live.host_headers import cluster_banner
 
         backend = open_backend(SourceOptions(prometheus=opts.prometheus, match=opts.match))
-        hosts = backend.hosts
-        return backend, (f"<b>{len(hosts)} host{'s' if len(hosts) != 1 else ''}</b> from "
-                         f"Prometheus at {escape(opts.prometheus)}: "
-                         f"{escape(', '.join(hosts))}"), False
+        return backend, cluster_banner(opts.prometheus, backend.hosts), False
     if opts.demo is None:
         try:
             return open_backend(SourceOptions(gpus=opts.gpus)), None, False
@@ -215,6 +212,11 @@ def launch(opts: LaunchOptions) -> int:
     session = SamplingSession(backend, window, interval)
     recording = RecordingController(window, interval)
     session.bridge.snapshots.connect(recording.on_snapshots)
+    if opts.prometheus is not None:      # the banner counts the hosts that do not answer
+        from gpuwatch.ui.live.host_headers import ClusterBanner
+
+        cluster = ClusterBanner(window.banner_label, opts.prometheus)
+        session.bridge.snapshots.connect(cluster.on_snapshots)
     session.start()
     tray = TrayController(window)
     instance.activated.connect(lambda message, token: _second_launch(message, token, tray))

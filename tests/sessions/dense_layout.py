@@ -151,7 +151,7 @@ class DenseSessionWriter:
         hint: Hint = event.hint
         key = hint.key
         t_first, t_now = self._t(hint.opened_at_s), self._t(event.at_s)
-        detail = " ".join(hint.evidence)
+        detail = "\n".join(hint.evidence)
         actions = json.dumps([a.summary for a in hint.actions])
         hint_id = self._hints.get(key)
         if hint.severity is Severity.CRITICAL and key not in self._critical:

@@ -87,7 +87,7 @@ def test_a_host_whose_series_stop_is_unreachable_not_empty() -> None:
     assert gone.state is GpuState.ERROR and gone.index == 1
     assert "host b unreachable" in gone.error and "up is 0" in gone.error
     assert gone.memory.used_bytes is None and gone.memory.total_bytes is None   # not 0
-    assert warnings == ("1 host unreachable (no current series in Prometheus): b",)
+    assert warnings == ("1 of 2 hosts unreachable — b: its scrape fails (Prometheus's up is 0)",)
     # gone from Prometheus entirely (target removed): still unreachable, still there
     gpus, _, _ = a.build(gpu_series("a", 0, 1200), 3)
     assert "no current series" in gpus[1].error

@@ -119,3 +119,29 @@ def test_a_budget_the_source_reports_fills_the_budget_column(make_window, scenar
     window.unlink_process(KEY)
     window.on_snapshot(snap)
     assert window.processes.model.budget(KEY) is None
+
+
+def test_linking_a_budget_adds_its_lines_and_leaves_no_empty_band(make_window, scenario,
+                                                                  qtbot) -> None:
+    """The card grows by the budget's two lines, no more: the cards' area the window
+    gives it ends where the card's contents end (a word-wrapped label's size hint used
+    to ask for lines it never drew, an empty band under the card)."""
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    feed(window, scenario("fragmentation"), [890])
+    card = window.cards.cards[0]
+    before = card.sizeHint().height()
+    window.link_process(KEY, FRAG)
+    feed(window, scenario("fragmentation"), [900])
+    qtbot.waitUntil(lambda: not card.budget.isHidden())
+    assert len(card.budget.lines()) == 2
+    spacing = card.layout().spacing()
+    assert card.sizeHint().height() - before == card.budget.sizeHint().height() + spacing
+    text = card.budget.text()
+    assert text.splitlines()[0].startswith("Budget predicted ")    # the key figures first
+    qtbot.wait(50)
+    bottom = card.budget.geometry().bottom() + card.layout().contentsMargins().bottom()
+    assert card.height() - bottom <= spacing + 2                 # no band under the lines
+    grid = window.cards._grid.contentsMargins()
+    assert window.cards.height() - (card.y() + card.height()) <= grid.bottom() + 2

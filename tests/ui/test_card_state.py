@@ -14,7 +14,7 @@ from gpuwatch.core.snapshot import GpuSample, GpuState, MemoryInfo
 from gpuwatch.ui.live.budget_adapter import BudgetRequest, predict
 from gpuwatch.ui.live.card_reason import card_reasons
 from gpuwatch.ui.live.card_state import fill_level, lost_phrase, since_text
-from gpuwatch.ui.live.card_texts import budget_html, link_text, metric_texts
+from gpuwatch.ui.live.card_texts import budget_lines, link_text, metric_texts
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
@@ -66,10 +66,10 @@ def test_budget_headroom_is_in_neutral_words() -> None:
     assert prediction is not None
     overlay = Overlay(7, 0, prediction, int(prediction.total_bytes * 0.5))
     assert overlay.headroom_bytes
-    text = budget_html(overlay, 80 * 2**30, None, "iec")
-    assert "may grow ~" in text and "more" in text
+    lines, tooltip = budget_lines(overlay, 80 * 2**30, None, "iec")
+    assert "may grow ~" in tooltip and "more" in tooltip
     for color in (theme.LIGHT.ok, theme.DARK.ok):
-        assert color not in text                 # no green "fine"
+        assert all(r.color != color for line in lines for r in line)   # no green "fine"
 
 
 def test_set_hint_levels_outlines_badges_and_colours_the_used_figure(make_window, scenario,
@@ -188,11 +188,11 @@ def test_the_long_forms_give_way_when_they_do_not_fit(make_window, scenario, qtb
                 continue
             width = QFontMetricsF(card.font()).horizontalAdvance(part.text())
             assert width <= part.rect.width() + 0.5, (card.index, part.text(), part.rect)
-        assert card.busy.text().startswith("Mem busy" if card._compact else "Memory busy")
+        assert card.busy.text().startswith("Mem busy" if card.metrics.compact else "Memory busy")
     window.resize(1920 * 2, 1080)           # room for the long forms again
     QApplication.processEvents()
     feed(window, scenario("multi-gpu-ddp"), [333])
-    assert all(not c._compact for c in window.cards.cards.values())
+    assert all(not c.metrics.compact for c in window.cards.cards.values())
 
 
 def test_a_measured_bandwidth_is_shown_as_measured_beside_the_estimate() -> None:

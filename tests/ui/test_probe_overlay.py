@@ -108,7 +108,7 @@ def test_a_linked_budget_wins_and_the_split_stays(make_window, scenario) -> None
     assert len(_split(window)) == 3
     assert "the probe counts" in card.budget.text()
     model = window.processes.model
-    assert model.data(model.index(model.row_of(KEY), BUDGET)).startswith("probe · ")
+    assert model.data(model.index(model.row_of(KEY), BUDGET)).endswith(" · probe")
 
 
 def test_an_unprobed_process_is_unchanged(make_window, scenario) -> None:

@@ -114,8 +114,9 @@ def test_banner_says_simulated(make_window) -> None:
 
 def test_a_cluster_view_names_each_gpu_by_its_host_and_hides_host_only_columns(
         make_window, scenario) -> None:
-    """GPUs read from Prometheus: "host · GPU n  model" on the card, no CPU, RSS or
-    Running column (no host of ours can read them)."""
+    """GPUs read from Prometheus: under a header naming their host, "GPU n  model" on
+    the card (its index on its host), no CPU, RSS or Running column (no host of ours can
+    read them)."""
     import dataclasses
 
     from gpuwatch.core.snapshot import BackendKind
@@ -130,9 +131,57 @@ def test_a_cluster_view_names_each_gpu_by_its_host_and_hides_host_only_columns(
         snap.backend, kind=BackendKind.PROMETHEUS))
     window.on_snapshot(remote)
     title = window.cards.cards[1].title.text()
-    assert title.startswith("node-h100-07 · GPU 1") and "H100 80GB HBM3" in title
+    assert title.startswith("GPU 1") and "H100 80GB HBM3" in title
+    assert "node-h100-07 · GPU 1" in window.cards.cards[1].title.toolTip()
+    (header,) = window.cards._headers.values()
+    assert "node-h100-07" in header.text() and "2 GPUs" in header.text()
     table = window.processes.table
     assert all(table.isColumnHidden(c) for c in (CPU, RSS, RUNNING))
     window.on_snapshot(dataclasses.replace(snap, timestamp_s=snap.timestamp_s + 1))
     assert not any(table.isColumnHidden(c) for c in (CPU, RSS, RUNNING))
     assert window.cards.cards[1].title.text().startswith("GPU 1  ")
+    assert not window.cards._headers       # local GPUs: no host headers
+
+
+def test_a_cluster_host_that_goes_down_is_said_whole_above_its_cards(
+        make_window, scenario) -> None:
+    """Two hosts; one stops answering: its cards stay together under its header, which
+    gives the source's reason whole (word-wrapped, never cut), and the banner counts
+    "1 of 2 hosts unreachable"."""
+    import dataclasses
+
+    from gpuwatch.core.snapshot import GpuState, MemoryInfo
+    from gpuwatch.ui.live.host_headers import ClusterBanner, cluster_banner
+    from tests.ui.conftest import sample_at
+
+    why = "its scrape fails (Prometheus's up is 0)"
+    snap = sample_at(scenario("multi-gpu-ddp"), 300.0)
+    hosts = ("node-a6000-02",) * 3 + ("node-h100-07",) * (len(snap.gpus) - 3)
+    local = [0, 1, 2, *range(len(snap.gpus) - 3)]
+    gpus = tuple(dataclasses.replace(g, name=f"{h}/{n} · H100") for g, h, n
+                 in zip(snap.gpus, hosts, local, strict=True))
+    unknown = MemoryInfo(None, None, None, None)
+    down = tuple(dataclasses.replace(g, state=GpuState.ERROR, memory=unknown, processes=(),
+                                     error=f"host node-a6000-02 unreachable: {why}")
+                 if g.index < 3 else g for g in gpus)
+    window = make_window(banner=cluster_banner("http://p:9090", sorted(set(hosts))))
+    banner = ClusterBanner(window.banner_label, "http://p:9090")
+    window.resize(1280, 800)
+    for shown in (gpus, down):
+        frame = dataclasses.replace(snap, gpus=shown)
+        window.on_snapshot(frame)
+        banner.on_snapshots([frame])
+    headers = window.cards._headers
+    assert list(headers) == ["node-a6000-02", "node-h100-07"]
+    text = headers["node-a6000-02"].text()
+    assert "unreachable" in text and "up is 0" in text
+    assert "unreachable" not in headers["node-h100-07"].text()
+    assert headers["node-a6000-02"].wordWrap()
+    grid = window.cards._grid
+    rows = {i: grid.getItemPosition(grid.indexOf(c))[0] for i, c in window.cards.cards.items()}
+    header_rows = [grid.getItemPosition(grid.indexOf(h))[0] for h in headers.values()]
+    assert header_rows[0] < min(rows[i] for i in range(3)) < header_rows[1] \
+        < min(rows[i] for i in range(3, len(gpus)))
+    assert window.cards.cards[0].legend.text() == f"Unreachable: {why}"
+    assert "1 of 2 hosts unreachable" in window.banner_label.text()
+    assert "node-a6000-02" in window.banner_label.text()

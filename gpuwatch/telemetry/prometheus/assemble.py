@@ -157,15 +157,15 @@ class Assembler:
         targets = _by_target(series)
         self._learn(targets)
         samples: list[GpuSample] = []
-        unreachable: set[str] = set()
+        unreachable: dict[str, str] = {}     # host -> why
         budgets: list[BudgetPeak] = []
         for key, known in self._known.items():
             t = targets.get(key.target)
             fields = t.gpus.get(key.gpu) if t is not None else None
             if t is None or (not t.gpus and not t.processes):
-                unreachable.add(known.host)
                 why = ("its scrape fails (Prometheus's up is 0)" if t is not None and t.up == 0
                        else "Prometheus has no current series from it")
+                unreachable[known.host] = why
                 samples.append(GpuSample(
                     known.index, known.uuid, known.name, GpuState.ERROR, UNKNOWN_MEMORY,
                     error=f"host {known.host} unreachable: {why}",
@@ -183,10 +183,12 @@ class Assembler:
         self.budget_peaks = tuple(budgets)
         probes = _probes(targets, now_s)
         warnings: tuple[str, ...] = ()
-        if unreachable:
-            hosts = sorted(unreachable)
-            warnings = (f"{len(hosts)} host{'s' if len(hosts) != 1 else ''} unreachable "
-                        f"(no current series in Prometheus): {', '.join(hosts)}",)
+        if unreachable:      # "1 of 2 hosts unreachable — b: its scrape fails (…)"
+            known_hosts = {k.host for k in self._known.values()}
+            warnings = (f"{len(unreachable)} of {len(known_hosts)} "
+                        f"host{'s' if len(known_hosts) != 1 else ''} unreachable — "
+                        + "; ".join(f"{host}: {unreachable[host]}"
+                                    for host in sorted(unreachable)),)
         return tuple(samples), probes, warnings
 
     def down_targets(self, series: Iterable[Series]) -> list[str]:

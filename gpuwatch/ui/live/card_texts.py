@@ -6,7 +6,6 @@ so each line's wording can be read, and tested, on its own.
 
 from __future__ import annotations
 
-import html
 import re
 
 from gpuwatch.core.snapshot import EXITED_PROCESS_LABEL, GpuSample, HostStatus, ProcessSample
@@ -30,16 +29,36 @@ NVLINK_TIP = ("NVLink receive (↓) and transmit (↑), all links together, from
               "throughput counters")
 
 
-_HOST_GPU = re.compile(r"(?P<host>.+)/(?P<gpu>\d+) · (?P<model>.+)")
+# a GPU of a cluster view, as the Prometheus source names it: "node-h100-07/0 · H100 80GB HBM3"
+HOST_GPU = re.compile(r"(?P<host>.+)/(?P<gpu>\d+) · (?P<model>.+)")
 
 
 def title_runs(index: int, name: str) -> list[Run]:
     """"GPU 3  H100 80GB HBM3"; a GPU of a cluster view (named "host/0 · model" by the
-    Prometheus source) reads "host · GPU 0  model": its own host and index first."""
-    m = _HOST_GPU.fullmatch(name)
+    Prometheus source) stands under its host's header and reads "GPU 0  model": its
+    index on its own host."""
+    m = HOST_GPU.fullmatch(name)
     if m is None:
         return [Run(f"GPU {index}", bold=True), Run(f"  {name}")]
-    return [Run(f"{m['host']} · GPU {m['gpu']}", bold=True), Run(f"  {m['model']}")]
+    return [Run(f"GPU {m['gpu']}", bold=True), Run(f"  {m['model']}")]
+
+
+def lost_reason(error: str | None) -> tuple[str, str]:
+    """(line, tooltip) of a GPU that cannot be read: "Driver: GPU lost (…)", or for a
+    cluster host that does not answer "Unreachable: its scrape fails (…)" (its host's
+    header names the host)."""
+    reason = error or "no reason given"
+    m = re.fullmatch(r"host (?P<host>.+?) unreachable: (?P<why>.+)", reason)
+    if m is not None:
+        return f"Unreachable: {m['why']}", f"Host {m['host']} unreachable: {m['why']}"
+    return f"Driver: {reason}", f"The driver's reason: {reason}"
+
+
+def title_tip(index: int, name: str, uuid: str | None) -> str:
+    """The title's tooltip: "node-h100-07 · GPU 0 · GPU 3 in this window · GPU-…"."""
+    m = HOST_GPU.fullmatch(name)
+    host = "" if m is None else f"{m['host']} · GPU {m['gpu']} · "
+    return f"{host}GPU {index} in this window" + (f" · {uuid}" if uuid else "")
 
 
 def proc_name(p: ProcessSample) -> str:
@@ -152,23 +171,29 @@ def vitals_runs(g: GpuSample, thresholds: Thresholds, compact: bool = False) -> 
             Run(f" · {power}")]
 
 
-def budget_html(overlay: Overlay, capacity: int | None, tensors_bytes: float | None,
-                units: UnitSystem) -> str:
-    """The card's budget line: predicted and measured, then what stands out: more than
-    the GPU holds (critical, in words), unexplained bytes, or the room left, in neutral
-    words ("may grow ~4.0 GiB more": room in a budget is not a verdict on the GPU)."""
+def budget_lines(overlay: Overlay, capacity: int | None, tensors_bytes: float | None,
+                 units: UnitSystem) -> tuple[list[list[Run]], str]:
+    """The card's budget lines and their tooltip: first the key figures, predicted and
+    measured, then what stands out: more than the GPU holds (critical, in words),
+    unexplained bytes, or the room left, in neutral words ("may grow ~4.0 GiB more":
+    room in a budget is not a verdict on the GPU); then the budget's name, muted, and
+    what the probe counts in tensors."""
     c = theme.colors()
     pred = overlay.prediction
-    text = (f"<b>Budget</b> pid {overlay.pid} · {html.escape(pred.label)}: predicted "
-            f"<b>{format_bytes(pred.total_bytes, units)}</b>, measured "
-            f"{format_bytes(overlay.measured_bytes, units)}")
+    figures = [Run("Budget ", bold=True), Run("predicted "),
+               Run(format_bytes(pred.total_bytes, units), bold=True),
+               Run(f" · measured {format_bytes(overlay.measured_bytes, units)}")]
     if capacity and pred.total_bytes > capacity:
-        text += (f", <span style='color:{c.critical}'><b>more than this GPU's "
-                 f"{format_bytes(capacity, units)}</b></span>")
+        figures.append(Run(f" · more than this GPU's {format_bytes(capacity, units)}",
+                           c.critical, bold=True))
     elif overlay.unexplained_bytes:
-        text += f", <b>unexplained {format_bytes(overlay.unexplained_bytes, units)}</b>"
+        figures.append(Run(f" · unexplained {format_bytes(overlay.unexplained_bytes, units)}",
+                           bold=True))
     elif overlay.headroom_bytes:
-        text += f", {headroom_text(overlay.headroom_bytes, units)}"
+        figures.append(Run(f" · {headroom_text(overlay.headroom_bytes, units)}"))
+    name = f"pid {overlay.pid} · {pred.label}"
     if tensors_bytes is not None:
-        text += f"; the probe counts <b>{format_bytes(tensors_bytes, units)}</b> in tensors"
-    return text
+        name += f" · the probe counts {format_bytes(tensors_bytes, units)} in tensors"
+    lines = [figures, [Run(name, c.muted)]]
+    tooltip = "".join(r.text for r in figures) + "\n" + name
+    return lines, tooltip

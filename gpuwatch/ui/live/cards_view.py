@@ -3,7 +3,9 @@
 Above them, the snapshot's warnings, when it has any: with no GPU at all (NVML lists
 none) the sentence saying what to check stands where the cards would be. Before the
 first sample, a line says the window is waiting for it. A single GPU's card takes the
-whole width.
+whole width. In a cluster view the cards of each host stand together under a line
+naming the host (:mod:`~gpuwatch.ui.live.host_headers`), which says when it is
+unreachable and why.
 
 Each card's outline and badge follow the worst open advisor hint for its GPU: the
 window hands the advisor's open hints to :meth:`CardsView.show_hints` (or levels to
@@ -26,6 +28,7 @@ from gpuwatch.core.snapshot import Snapshot
 from gpuwatch.core.units import UnitSystem
 from gpuwatch.ui.live.card_reason import badge_text, card_reasons, hint_sentence
 from gpuwatch.ui.live.gpu_card import GpuCard
+from gpuwatch.ui.live.host_headers import HostHeader, HostState, host_states
 from gpuwatch.ui.live.overlay import Overlay
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
@@ -52,6 +55,8 @@ class CardsView(QScrollArea):
         self._hints: list[Hint] = []
         self._worst_shown: tuple[int, Severity] | None = None   # the card last scrolled to
         self._units: UnitSystem = "iec"
+        self._hosts: tuple[HostState, ...] = ()    # a cluster view's hosts, in order
+        self._headers: dict[str, HostHeader] = {}
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._inner = QWidget()
@@ -144,6 +149,13 @@ class CardsView(QScrollArea):
             self._relayout()
             self._worst_shown = None
             self.show_worst()
+        hosts = host_states(snap.gpus)
+        regroup = [h.gpus for h in hosts] != [h.gpus for h in self._hosts]
+        self._hosts = hosts
+        if regroup:
+            self._relayout()
+        for state in hosts:
+            self._headers[state.host].show_state(state)
         history = self.history
         for g in snap.gpus:
             self.cards[g.index].update_sample(
@@ -154,7 +166,7 @@ class CardsView(QScrollArea):
                 c.height_changed = False
             self._relayout()
             return True
-        return bool(new or gone)
+        return bool(new or gone or regroup)
 
     # hints and focus ----------------------------------------------------------------
     def show_hints(self, hints: Iterable[Hint]) -> None:
@@ -227,20 +239,44 @@ class CardsView(QScrollArea):
             return
         super().keyPressEvent(event)
 
+    def _groups(self) -> list[tuple[HostHeader | None, list[int]]]:
+        """The cards in the order shown: one group of all, or one per host with its
+        header (headers of hosts no longer listed are dropped)."""
+        groups = [(h.host, [i for i in h.gpus if i in self.cards]) for h in self._hosts]
+        for host in set(self._headers) - {h.host for h in self._hosts}:
+            header = self._headers.pop(host)
+            self._grid.removeWidget(header)
+            header.deleteLater()
+        if not groups or sum(len(g) for _, g in groups) != len(self.cards):
+            return [(None, sorted(self.cards))]
+        return [(self._headers.setdefault(host, HostHeader()), gpus) for host, gpus in groups]
+
     def _relayout(self) -> None:
-        for card in self.cards.values():
-            self._grid.removeWidget(card)
+        for widget in (*self.cards.values(), *self._headers.values()):
+            self._grid.removeWidget(widget)
+        self._grid.setRowStretch(self._grid.rowCount() - 1, 0)
         cols = columns_for(len(self.cards))
-        for i, index in enumerate(sorted(self.cards)):
-            self._grid.addWidget(self.cards[index], i // cols, i % cols)
+        row = 0
+        headers = 0
+        for header, gpus in self._groups():
+            if header is not None:
+                self._grid.addWidget(header, row, 0, 1, cols)
+                headers += 1
+                row += 1
+            for i, index in enumerate(gpus):
+                self._grid.addWidget(self.cards[index], row + i // cols, i % cols)
+            row += -(-len(gpus) // cols)
         for c in range(4):
             self._grid.setColumnStretch(c, 1 if c < cols else 0)
-        rows = -(-len(self.cards) // cols)
-        self._grid.setRowStretch(rows, 1)
+        rows = row - headers
+        self._grid.setRowStretch(row, 1)
         notice = 0 if self.notice.isHidden() else \
             self.notice.heightForWidth(max(400, self.width() - 16)) + 8
-        self._preferred = self.height_for_rows(min(rows, 2)) + notice
-        self.setMinimumHeight(self.height_for_rows(min(rows, 1)) + min(notice, self.MIN_NOTICE))
+        header = max((h.sizeHint().height() + self._grid.spacing()
+                      for h in self._headers.values()), default=0)
+        self._preferred = self.height_for_rows(min(rows, 2)) + notice + header * min(headers, 2)
+        self.setMinimumHeight(self.height_for_rows(min(rows, 1)) + min(notice, self.MIN_NOTICE)
+                              + header * min(headers, 1))
 
     def height_for_rows(self, rows: int) -> int:
         """Room for ``rows`` rows of cards (budget lines included) without scrolling."""

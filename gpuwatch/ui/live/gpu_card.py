@@ -13,6 +13,12 @@ to life by itself when the GPU does. A click (or Enter/Space with the keyboard f
 emits :attr:`activated`. The texts and figures are parts painted by the card itself
 (:mod:`~gpuwatch.ui.live.card_parts`); every part repaints only when what it shows
 changed.
+
+The card lays out and feeds its parts; what they say and how they look is worked out
+beside it: the figures' grid in their long or short forms (:mod:`.card_metrics`), the
+probe legend and budget lines (:mod:`.card_band`), the badge, the colour of % used and
+the threshold ticks (:mod:`.card_look`), and the words (:mod:`.card_texts`,
+:mod:`.card_state`).
 """
 
 from __future__ import annotations
@@ -21,46 +27,30 @@ import math
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QColor, QFont, QFontMetricsF
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from gpuwatch.core.hints import Severity
 from gpuwatch.core.history import Ring
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import GpuSample, GpuState, ProcessSample
 from gpuwatch.core.units import UnitSystem, format_bytes, format_percent
-from gpuwatch.ui.live import card_texts
-from gpuwatch.ui.live.card_badge import ICON_CRITICAL, ICON_LOST, ICON_WARNING, SeverityBadge
+from gpuwatch.ui.live import card_metrics, card_texts
+from gpuwatch.ui.live.card_badge import SeverityBadge
+from gpuwatch.ui.live.card_band import CardBand
 from gpuwatch.ui.live.card_figure import BigFigure
 from gpuwatch.ui.live.card_frame import CardFrame
+from gpuwatch.ui.live.card_look import badge_state, percent_color, threshold_ticks
+from gpuwatch.ui.live.card_metrics import CardMetrics
 from gpuwatch.ui.live.card_parts import TextPart
 from gpuwatch.ui.live.card_segments import BarSegments
 from gpuwatch.ui.live.card_sparkline import Sparkline
-from gpuwatch.ui.live.card_state import (
-    LEVEL_WORDS,
-    STATE_WORDS,
-    describe,
-    fill_level,
-    level_color,
-    lost_phrase,
-)
+from gpuwatch.ui.live.card_state import LEVEL_WORDS, STATE_WORDS, describe, lost_phrase
 from gpuwatch.ui.live.memory_bar import MemoryBar, Segment
 from gpuwatch.ui.live.overlay import Overlay
-from gpuwatch.ui.live.probe_view import largest, legend_lines
+from gpuwatch.ui.live.probe_view import largest
 from gpuwatch.ui.live.text_lines import Run
 from gpuwatch.ui.settings import Thresholds
 from gpuwatch.ui.widgets import theme
-
-_ICONS = {Severity.WARNING: ICON_WARNING, Severity.CRITICAL: ICON_CRITICAL}
-
-
-class _Label(QLabel):
-    """A label that ignores setting the text it already shows."""
-
-    def set(self, text: str, tooltip: str | None = None) -> None:
-        if text != self.text():
-            self.setText(text)
-        if tooltip is not None and tooltip != self.toolTip():
-            self.setToolTip(tooltip)
 
 
 def assistive_tool_listens() -> bool:
@@ -69,7 +59,7 @@ def assistive_tool_listens() -> bool:
 
 
 class GpuCard(CardFrame):
-    COMPACT_BELOW = 360     # px wide: the metrics in their short forms
+    COMPACT_BELOW = card_metrics.COMPACT_BELOW   # px wide: the metrics in their short forms
 
     def __init__(self, index: int, parent: QWidget | None = None):
         super().__init__(index, parent)
@@ -88,12 +78,9 @@ class GpuCard(CardFrame):
         self._last_known: tuple[list[Run], list[Segment], float] | None = None
         self.probes: dict[int, ProbeReport] = {}   # pid -> this sample's report, on this GPU
         self._splits: dict[int, list[Segment]] = {}   # pid -> its split's segments
-        self._probe_key: tuple | None = None          # what the probe legend shows now
         self._described: tuple | None = None
-        self._compact = False
         self._ticks_key: tuple | None = None
         self._metrics_of: tuple[GpuSample, Thresholds] | None = None
-        self._fit_key: tuple | None = None     # what _fits_long last measured
 
         self.title = TextPart(self, fit_text=True)
         self.badge = SeverityBadge()
@@ -105,23 +92,14 @@ class GpuCard(CardFrame):
         self.used = TextPart(self, fit_text=True)
         self.spark = Sparkline(index)
         self.legend = TextPart(self, fit_text=True)
-        self.busy = TextPart(self, fit_text=True)
-        self.bandwidth = TextPart(self, fit_text=True)
-        self.util = TextPart(self, fit_text=True)
-        self.pcie = TextPart(self, fit_text=True)
-        self.nvlink = TextPart(self, fit_text=True)
-        self.nvlink.hide()
-        self.budget = _Label()
-        self.budget.setTextFormat(Qt.TextFormat.RichText)
-        self.budget.setWordWrap(True)
-        self.budget.hide()
-        self.probe = TextPart(self)  # the probe's legend: as wide as the card, cut to fit
-        self.probe.hide()
+        self.metrics = CardMetrics(self)
+        self.busy, self.bandwidth, self.util, self.pcie, self.nvlink = self.metrics.parts
+        self.band = CardBand(self)          # a probed or linked process's lines
+        self.probe, self.budget = self.band.probe, self.band.budget
         self.parts = [self.title, self.vitals, self.percent, self.free, self.used, self.probe,
-                      self.legend, self.busy, self.bandwidth, self.util, self.pcie, self.nvlink]
-        self._muted = (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink,
-                       self.legend)
-        self._plain = (self.title, self.vitals, self.used)
+                      self.legend, *self.metrics.parts, self.budget]
+        self._muted = (*self.metrics.parts, self.legend)
+        self._plain = (self.title, self.vitals, self.used, self.budget)
         self._colors_key: tuple | None = None
 
         bold = QFont(self.font())
@@ -143,12 +121,6 @@ class GpuCard(CardFrame):
         usage.setSpacing(8)
         usage.addItem(self.used)
         usage.addWidget(self.spark, 1)
-        self._metrics = metrics = QGridLayout()
-        metrics.setHorizontalSpacing(16)
-        metrics.setVerticalSpacing(2)
-        metrics.setColumnStretch(0, 1)
-        metrics.setColumnStretch(1, 1)
-        self._place_metrics()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(4)
@@ -158,8 +130,8 @@ class GpuCard(CardFrame):
         layout.addLayout(usage)
         layout.addItem(self.probe)
         layout.addItem(self.legend)
-        layout.addLayout(metrics)
-        layout.addWidget(self.budget)
+        layout.addLayout(self.metrics.grid)
+        layout.addItem(self.budget)
         layout.addStretch(1)
         self.setAccessibleName(self._name)
 
@@ -171,7 +143,7 @@ class GpuCard(CardFrame):
         if g.name:
             self._name = g.name.removeprefix("NVIDIA ")
         self.title.set_runs(card_texts.title_runs(g.index, self._name),
-                            f"GPU {g.index} in this window" + (f" · {g.uuid}" if g.uuid else ""))
+                            card_texts.title_tip(g.index, self._name, g.uuid))
         self._thresholds = thresholds
         self._set_state(g, now_s)
         self._apply_colors()
@@ -186,18 +158,15 @@ class GpuCard(CardFrame):
         self._describe()
 
     def _show_thresholds(self, thresholds: Thresholds) -> None:
-        """Ticks on the bar and guides on the sparkline at the warning and critical
-        thresholds (the settings' memory thresholds, 85 and 95 % unless changed)."""
-        warn, crit = thresholds.memory_warning_percent, thresholds.memory_critical_percent
+        """Ticks on the bar and guides on the sparkline at the memory thresholds."""
         c = theme.colors()
-        key = (warn, crit, c)
+        key = (thresholds.memory_warning_percent, thresholds.memory_critical_percent, c)
         if key == self._ticks_key:
             return
         self._ticks_key = key
-        self.bar.set_ticks(((warn / 100, c.warning, f"{warn:g} % of capacity: the warning "
-                             "threshold"), (crit / 100, c.critical, f"{crit:g} % of "
-                             "capacity: the critical threshold")))
-        self.spark.set_guides((warn / 100, crit / 100))
+        ticks, guides = threshold_ticks(c, thresholds)
+        self.bar.set_ticks(ticks)
+        self.spark.set_guides(guides)
 
     def set_level(self, level: Severity | None, lines: tuple[str, ...] = (),
                   reason: str | None = None) -> None:
@@ -246,16 +215,12 @@ class GpuCard(CardFrame):
             self._set_outline()
 
     def _update_badge(self) -> None:
-        c = theme.colors()
-        if self.state is not GpuState.OK:
-            self.badge.set_state(STATE_WORDS[self.state], ICON_LOST, c.critical,
-                                 c.on_severity, self._error)
-        elif self.level is not None:
-            self.badge.set_state(self._reason or LEVEL_WORDS[self.level], _ICONS[self.level],
-                                 level_color(c, self.level) or c.warning, c.on_severity,
-                                 "\n".join(self._hint_lines))
-        else:
+        shown = badge_state(theme.colors(), self.state, self._error, self.level,
+                            self._reason, self._hint_lines)
+        if shown is None:
             self.badge.set_state(None)
+        else:
+            self.badge.set_state(*shown)
 
     def restyle(self) -> None:
         """Take the current theme's colours (at once, not at the next sample)."""
@@ -284,15 +249,12 @@ class GpuCard(CardFrame):
         self._color_percent()
 
     def _color_percent(self) -> None:
-        """% used in the colour of its memory threshold ("lost 55 s ago" in the critical
-        colour): how full the GPU is, whatever a hint says (an empty card after a crash
-        is not amber; the badge and outline carry the hint)."""
         c = theme.colors()
-        lost = self.state is not GpuState.OK
-        self.percent.set_colors(c.critical if lost else self._fill_color(c), c.muted)
+        self.percent.set_colors(percent_color(c, self.state is not GpuState.OK,
+                                              self._used_percent, self._thresholds), c.muted)
 
     def _fill_color(self, c: theme.Colors) -> str:
-        return level_color(c, fill_level(self._used_percent, self._thresholds)) or c.text
+        return percent_color(c, False, self._used_percent, self._thresholds)
 
     # contents -----------------------------------------------------------------------
     def _show_lost(self, g: GpuSample, now_s: float | None) -> None:
@@ -312,16 +274,11 @@ class GpuCard(CardFrame):
                           else "No data before the reads failed")
             self.bar.set_data(1.0, [], greyed=True)
         self.bar.set_overlay(0, None, "iec")
-        reason = g.error or "no reason given"
-        self.legend.set(f"Driver: {reason}", f"The driver's reason: {reason}")
-        for label in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
-            label.set("")
-        self.nvlink.hide()
+        self.legend.set(*card_texts.lost_reason(g.error))
+        self.metrics.clear()
         self.vitals.set("")
-        if not self.budget.isHidden():
-            self.budget.hide()
+        if self.band.hide():
             self.height_changed = True
-        self._show_probe(None, None, "iec")
 
     def _show_memory(self, g: GpuSample, units: UnitSystem, overlay: Overlay | None) -> None:
         c = theme.colors()
@@ -364,54 +321,15 @@ class GpuCard(CardFrame):
                     units: UnitSystem) -> None:
         """The legend of one probed process's split, its tensors and allocator figures."""
         split = None if p is None else self._splits.get(p.pid)
-        if p is None or split is None:
-            if not self.probe.isHidden():
-                self.probe.hide()
-                self.height_changed = True
-            self._probe_key = None
-            return
-        report = self.probes[p.pid]
-        mine = overlay if overlay is not None and overlay.pid == p.pid else None
-        key = (p.pid, split, report.allocator, report.optimizer, report.alloc_conf, mine,
-               units, len(self._splits), theme.colors().dark)
-        if key != self._probe_key:
-            self._probe_key = key
-            lines, tooltip = legend_lines(p.pid, split, report, mine, units, len(self._splits))
-            self.probe.set_lines(lines, tooltip)
-        if self.probe.isHidden():
-            self.probe.show()
+        report = None if p is None else self.probes.get(p.pid)
+        if self.band.show_probe(p, split, report, overlay, units, len(self._splits)):
             self.height_changed = True
 
     def _show_budget(self, overlay: Overlay | None, units: UnitSystem) -> None:
-        if overlay is not None and overlay.from_probe:
-            overlay = None          # the probe legend shows its categories
-        if (overlay is None) != self.budget.isHidden():
+        split = None if overlay is None else self._splits.get(overlay.pid)
+        if self.band.show_budget(overlay, self._total_bytes,
+                                 None if split is None else split[0].bytes, units):
             self.height_changed = True
-        if overlay is None:
-            self.budget.hide()
-            return
-        split = self._splits.get(overlay.pid)
-        self.budget.set(card_texts.budget_html(overlay, self._total_bytes,
-                                               None if split is None else split[0].bytes,
-                                               units))
-        self.budget.show()
-
-    def _place_metrics(self) -> None:
-        """Two columns of figures; on a narrow card the links take whole rows (their
-        two directions need the width) and the bandwidth estimate is left to the memory
-        busy figure's tooltip."""
-        grid, compact = self._metrics, self._compact
-        for part in (self.busy, self.bandwidth, self.util, self.pcie, self.nvlink):
-            grid.removeItem(part)
-        if compact:
-            places: tuple = ((self.util, 0, 0, 1), (self.busy, 0, 1, 1), (self.pcie, 1, 0, 2),
-                             (self.nvlink, 2, 0, 2))
-        else:
-            places = ((self.busy, 0, 0, 1), (self.bandwidth, 0, 1, 1), (self.util, 1, 0, 1),
-                      (self.pcie, 1, 1, 1), (self.nvlink, 2, 1, 1))
-        for part, row, col, span in places:
-            grid.addItem(part, row, col, 1, span)
-        self.bandwidth.setVisible(not compact and self.state is GpuState.OK)
 
     def _fit_badge(self) -> None:
         """The badge's reason whole where the card has room beside "GPU 3" and a
@@ -426,59 +344,19 @@ class GpuCard(CardFrame):
         self._fit_badge()
         if self._metrics_of is not None and self.state is GpuState.OK:
             self._show_metrics(*self._metrics_of)
-        elif (self.width() < self.COMPACT_BELOW) != self._compact:
-            self._set_compact(not self._compact)
-
-    def _set_compact(self, compact: bool) -> None:
-        if compact != self._compact:
-            self._compact = compact
-            self._place_metrics()
-
-    def _fits_long(self, texts: tuple[str, ...]) -> bool:
-        """Whether the long forms fit their half of the card whole. Once in the short
-        forms, the long ones come back only with 8 % to spare, so a figure that gains a
-        digit does not flip the card back and forth. Measured again only when the
-        card's width, its font or a text's length changed (digits are as wide as each
-        other in the fonts cards use)."""
-        if self.width() < self.COMPACT_BELOW:
-            return False
-        key = (self.width(), self._compact, self.font().pointSizeF(), *map(len, texts))
-        if key == self._fit_key:
-            return not self._compact
-        self._fit_key = key
-        margins = self.layout().contentsMargins()
-        column = (self.width() - margins.left() - margins.right()
-                  - self._metrics.horizontalSpacing()) / 2
-        fm = QFontMetricsF(self.font())
-        need = max(fm.horizontalAdvance(t) for t in texts)
-        return need <= (column * 0.92 if self._compact else column)
+        else:
+            self.metrics.set_compact(self.width() < self.COMPACT_BELOW,
+                                     self.state is GpuState.OK)
 
     def _show_metrics(self, g: GpuSample, thresholds: Thresholds) -> None:
         """The figures, in their long forms where those fit the card whole, else in the
         short ones (the tooltips keep the meaning)."""
         self._metrics_of = (g, thresholds)
-        texts = card_texts.metric_texts(g, False)
-        self._set_compact(not self._fits_long(texts))
-        compact = self._compact
-        if compact:
-            texts = card_texts.metric_texts(g, True)
-        busy, bandwidth, util, pcie, nvlink = texts
-        none = card_texts.NO_READING
-
-        def tip(text: str, base: str) -> str:
-            return f"{base}\n\n{card_texts.missing_reason(g)}" if none in text else base
-
-        self.busy.set(busy, tip(busy, card_texts.BUSY_TIP)
-                      + (f"\n\n{bandwidth}" if compact else ""))
-        self.bandwidth.set(bandwidth, tip(bandwidth, card_texts.BANDWIDTH_TIP))
-        self.util.set(util, tip(util, card_texts.UTIL_TIP))
-        self.pcie.set(pcie, tip(pcie, card_texts.PCIE_TIP))
-        if nvlink:
-            self.nvlink.set(nvlink, tip(nvlink, card_texts.NVLINK_TIP))
-        if bool(nvlink) == self.nvlink.isHidden():
-            self.nvlink.setVisible(bool(nvlink))
+        margins = self.layout().contentsMargins()
+        if self.metrics.show(g, self.width(),
+                             self.width() - margins.left() - margins.right(), self.font()):
             self.height_changed = True
-        self.vitals.set_runs(card_texts.vitals_runs(g, thresholds, compact))
+        self.vitals.set_runs(card_texts.vitals_runs(g, thresholds, self.metrics.compact))
 
     # accessibility ------------------------------------------------------------------
     def _describe(self) -> None:
@@ -500,11 +378,12 @@ class GpuCard(CardFrame):
                 f", {self._reason}" if self._reason else "")
         figures = () if self.state is not GpuState.OK else (
             f"{self.percent.text()}, {self.free.text()}",)
+        budget = () if self.budget.isHidden() else (self.budget.toolTip(),)
         key = (self._name, state, self._hint_lines, figures, self.used.text(),
-               self.legend.text(), self.vitals.text(), self.selected)
+               self.legend.text(), self.vitals.text(), budget, self.selected)
         if key == self._described:
             return
         self._described = key
         self.setAccessibleDescription(describe(
-            name, (*figures, self.used.text(), self.legend.text(), self.vitals.text()),
-            state, self._hint_lines))
+            name, (*figures, self.used.text(), self.legend.text(), self.vitals.text(),
+                   *budget), state, self._hint_lines))

@@ -13,7 +13,7 @@ import os
 import signal
 
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QFontMetrics, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QFont, QFontMetrics, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -35,11 +35,11 @@ from gpuwatch.ui.live.probe_view import ProbeHistory
 from gpuwatch.ui.live.process_model import MEMORY, NAME, Key, ProcessModel, command_line
 from gpuwatch.ui.live.process_plot import ProcessPlot
 from gpuwatch.ui.live.process_table import PADDING, SWATCH, SWATCH_GAP, ProcessTable, SortHeader
-from gpuwatch.ui.live.process_texts import CPU, RSS, RUNNING
+from gpuwatch.ui.live.process_texts import BUDGET, CPU, RSS, RUNNING
 
 # What a cell typically says, per column but the last (Command, which takes the rest): the
 # default widths show these whole, and each header beside its sort arrow when sorted.
-COLUMN_SAMPLES = ("4194304", "username", "python · eval.py", "0", "88.8 GiB", "probe · 888.8 GiB",
+COLUMN_SAMPLES = ("4194304", "username", "python · eval.py", "0", "88.8 GiB", "88.8 GiB · probe",
                   "100 %", "88.8 GiB", "exited 00:00:00", "docker:0123456789ab")
 
 
@@ -169,11 +169,14 @@ class ProcessPanel(QWidget):
     def default_widths(self) -> list[int]:
         """Column widths from the font: each shows its sample text and its header."""
         metrics = QFontMetrics(self.table.font())
+        bold = QFont(self.table.font())
+        bold.setBold(True)       # a linked budget's cell is bold
         header = self.table.horizontalHeader()
         assert isinstance(header, SortHeader)
         widths = []
         for col, sample in enumerate(COLUMN_SAMPLES):
-            cell = metrics.horizontalAdvance(sample) + 2 * PADDING + 2
+            measure = QFontMetrics(bold) if col == BUDGET else metrics
+            cell = measure.horizontalAdvance(sample) + 2 * PADDING + 2
             if col == NAME:
                 cell += SWATCH + SWATCH_GAP
             widths.append(max(cell, header.width_for(col, arrow=False)))

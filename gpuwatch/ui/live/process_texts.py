@@ -75,7 +75,8 @@ def row_texts(p: ProcessSample, units: UnitSystem, now_s: float, budget: int | N
     ``probed`` whether it runs the probe."""
     budget_text = format_bytes(budget, units) if budget is not None else ""
     if probed:
-        budget_text = f"probe · {budget_text}" if budget_text else "probe"
+        # the key figure first: where the column is narrow, the word gives way
+        budget_text = f"{budget_text} · probe" if budget_text else "probe"
     running = "n/a" if p.started_at_s is None else \
         format_duration(max(0.0, now_s - p.started_at_s))
     return [
