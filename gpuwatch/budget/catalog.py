@@ -164,6 +164,11 @@ def lookup_model(name: str, image: tuple[int, int] | None = None) -> Transformer
         from gpuwatch.budget.cnn import build_cnn
 
         return build_cnn(key, image)
+    from gpuwatch.budget.vision_catalog import build_vision, vision_key
+
+    vision = vision_key(name)
+    if vision is not None:
+        return build_vision(vision, image)
     close = suggest_models(name)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise BudgetError(
