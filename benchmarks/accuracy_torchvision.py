@@ -10,17 +10,24 @@ counts tensors only) against the trace. Targets: total within 8 %, each category
 5 % of the total within 10 %.
 
     python benchmarks/accuracy_torchvision.py [--regenerate] [FILTER]
+    python benchmarks/accuracy_torchvision.py --baseline /path/to/older/checkout
+
+``--summary`` prints activations and totals only; ``--baseline`` adds a column of what
+another checkout (an earlier revision, e.g.
+``git worktree add /tmp/before REV``) estimates for the same rows.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, os.environ.get("GPUWATCH_CHECKOUT", str(ROOT)))
 DATA = ROOT / "tests" / "budget" / "data" / "torchvision_traced.json"
 CATS = ("parameters", "gradients", "optimizer_states", "activations")
 
@@ -56,7 +63,7 @@ def regenerate(selected: list) -> dict:
     import torch
     import torchvision
 
-    from gpuwatch.probe.memtrace import TraceRequest, trace
+    from gpuwatch.probe.memtrace import TraceError, TraceRequest, trace
 
     out = {"torch": torch.__version__, "torchvision": torchvision.__version__,
            "how": "gpuwatch.probe.memtrace (FakeTensorMode + MemTracker, CPU, "
@@ -65,16 +72,37 @@ def regenerate(selected: list) -> dict:
     start = time.perf_counter()
     for name, batch, image, precision, optimizer in selected:
         t0 = time.perf_counter()
-        got = trace(TraceRequest(f"torchvision:{name}", batch=batch, image=image,
-                                 precision=precision, optimizer=optimizer))
+        try:
+            got = trace(TraceRequest(f"torchvision:{name}", batch=batch, image=image,
+                                     precision=precision, optimizer=optimizer))
+        except TraceError as e:
+            print(f"{name} {precision}: {e}", flush=True)
+            continue
         took = time.perf_counter() - t0
         out["rows"].append({"model": name, "batch": batch, "image": list(image),
                             "precision": precision, "optimizer": optimizer,
                             "traced_bytes": {k: got[k] for k in (*CATS, "total")}})
         print(f"{name:20s} {precision:9s} b{batch:<3d} {image[0]}x{image[1]} "
               f"{got['total'] / 2**20:10.1f} MiB  {took:5.1f} s", flush=True)
+    out["param_counts"] = param_counts()
     out["regenerate_s"] = round(time.perf_counter() - start, 1)
     return out
+
+
+def param_counts() -> dict[str, int]:
+    """Every torchvision classifier the estimator names, counted as torchvision builds it."""
+    import torchvision
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuwatch.budget.vision_catalog import VISION_MODELS
+    from gpuwatch.probe.cuda_autocast import SafeInit
+
+    counts = {}
+    for name in VISION_MODELS:
+        with FakeTensorMode(), SafeInit():
+            model = getattr(torchvision.models, name)(weights=None)
+        counts[name] = sum(p.numel() for p in model.parameters())
+    return counts
 
 
 def estimate_row(row: dict) -> dict[str, int] | str:
@@ -116,8 +144,25 @@ def label(row: dict) -> str:
     return f"{row['model']} {row['precision']} {row['optimizer']} b{row['batch']} {h}x{w}"
 
 
+def baseline_estimates(checkout: str) -> list[dict[str, int] | str]:
+    """The same rows estimated by another gpuwatch checkout (a revision before a change)."""
+    out = subprocess.run([sys.executable, __file__, "--estimates-json"], check=True,
+                         env={**os.environ, "GPUWATCH_CHECKOUT": checkout}, cwd=checkout,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def short(est: dict[str, int] | str | None, cat: str, traced: int) -> str:
+    if est is None:
+        return ""
+    if isinstance(est, str):
+        return f"{'refused':>19s}"
+    return f"{est[cat] / 2**20:9.1f} M {100 * (est[cat] - traced) / traced:+6.1f}%"
+
+
 def main(argv: list[str]) -> int:
-    args = [a for a in argv if not a.startswith("--")]
+    checkout = argv[argv.index("--baseline") + 1] if "--baseline" in argv[:-1] else None
+    args = [a for a in argv if not a.startswith("--") and a != checkout]
     flt = args[0] if args else ""
     if "--regenerate" in argv:
         selected = [r for r in rows() if flt in r[0]]
@@ -127,27 +172,36 @@ def main(argv: list[str]) -> int:
             print(f"wrote {DATA.relative_to(ROOT)} in {doc['regenerate_s']} s")
         return 0
     doc = json.loads(DATA.read_text())
+    if "--estimates-json" in argv:  # for another checkout's run (see --baseline)
+        print(json.dumps([estimate_row(row) for row in doc["rows"]]))
+        return 0
+    before: list = [None] * len(doc["rows"])
+    if checkout:
+        before = baseline_estimates(checkout)
     print(f"traced with torch {doc['torch']}, torchvision {doc['torchvision']}; "
           "targets: total ±8 %, each category over 5 % of it ±10 %")
-    print(f"{'row':48s} {'category':17s} {'estimate':>11s} {'traced':>11s}  error")
-    inside = total = 0
-    for row in doc["rows"]:
+    print(f"{'row':46s} {'category':17s} {'traced':>10s} {'estimate, error':>19s}"
+          f"{'  before, error' if before[0] is not None else ''}")
+    inside = inside_before = total = 0
+    for row, old in zip(doc["rows"], before, strict=True):
         if flt not in row["model"]:
             continue
         total += 1
         est = estimate_row(row)
         if isinstance(est, str):
-            print(f"{label(row):48s} cannot be estimated: {est}")
+            print(f"{label(row):46s} cannot be estimated: {est}")
             continue
-        for cat in (*CATS, "total"):
-            t, e = row["traced_bytes"][cat], est[cat]
-            print(f"{label(row):48s} {cat:17s} {e / 2**20:9.1f} M {t / 2**20:9.1f} M "
-                  f"{100 * (e - t) / t:+6.1f}%")
+        for cat in ("activations", "total") if "--summary" in argv else (*CATS, "total"):
+            t = row["traced_bytes"][cat]
+            print(f"{label(row):46s} {cat:17s} {t / 2**20:8.1f} M {short(est, cat, t)} "
+                  f"{short(old, cat, t)}")
         bad = misses(row, est)
         inside += not bad
+        inside_before += isinstance(old, dict) and not misses(row, old)
         if bad:
-            print(f"{'':48s} OUT OF TARGET: {', '.join(bad)}")
-    print(f"{inside} of {total} rows within target")
+            print(f"{'':46s} OUT OF TARGET: {', '.join(bad)}")
+    print(f"{inside} of {total} rows within target"
+          + (f" (before: {inside_before})" if before[0] is not None else ""))
     return 0
 
 

@@ -15,8 +15,9 @@ PyTorch (elements per sample):
   only feeds a concatenation, an add or an upsample (none of which saves its inputs) is
   freed once they have run, so YOLOv5 counts two maps for such a conv + BN + SiLU.
 
-``benchmarks/accuracy.py`` traces ResNet, VGG and YOLOv5s built in plain torch against
-these tables.
+``benchmarks/accuracy.py`` traces YOLOv5s built in plain torch against this table.
+ResNet and VGG (the catalog's ``resnet-18/50/101``, ``vgg-16``) are torchvision's, built
+by :mod:`gpuwatch.budget.vision_catalog` with the other torchvision families.
 """
 
 from __future__ import annotations
@@ -73,13 +74,6 @@ class _Builder:
         self.h = (self.h + 2 * pad - k) // stride + 1
         self.w = (self.w + 2 * pad - k) // stride + 1
         self.add(name, saved_maps, index=1)
-
-    def linear(self, name: str, cout: int) -> None:
-        cin = self.c * self.h * self.w
-        self.params.append(ParamGroup(name, cin, cout, 1, "linear", False))
-        self.params.append(ParamGroup(name + ".bias", cout, 1, 1, "bias", False))
-        self.c, self.h, self.w = cout, 1, 1
-        self.add(name, 1, cin * cout + cout)
 
     def spec(self, name: str, image: tuple[int, int]) -> CnnSpec:
         return CnnSpec(name, tuple(self.rows), image, tuple(self.params))

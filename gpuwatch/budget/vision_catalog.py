@@ -13,7 +13,7 @@ from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import CnnSpec
 from gpuwatch.budget.vision_convnets import densenet, regnet, resnet, vgg
 from gpuwatch.budget.vision_mobile import V2_L, V2_M, V2_S, efficientnet, mobilenet_v2, mobilenet_v3
-from gpuwatch.budget.vision_modern import CONVNEXT, convnext
+from gpuwatch.budget.vision_modern import CONVNEXT, SWIN, VIT, convnext, swin, vit
 
 Builder = Callable[[str, tuple[int, int]], CnnSpec]
 
@@ -68,6 +68,9 @@ VISION_MODELS: dict[str, Builder] = {
     "efficientnet_v2_m": partial(efficientnet, v2=V2_M, dropout=0.3),
     "efficientnet_v2_l": partial(efficientnet, v2=V2_L, dropout=0.4),
     **{f"convnext_{k}": partial(convnext, widths=w, depths=d) for k, (w, d) in CONVNEXT.items()},
+    **{f"vit_{k}": partial(vit, patch=p, layers=n, heads=h, width=w, mlp=m)
+       for k, (p, n, h, w, m) in VIT.items()},
+    **{f"swin_{k}": partial(swin, width=w, depths=d, heads=h) for k, (w, d, h) in SWIN.items()},
 }
 
 

@@ -87,7 +87,7 @@ class Net:
     def _keep_for_matmul(self, r: _Row, x: T) -> None:
         if x.kind == "act":
             self._keep(r, x)
-        elif x.key in self._read:  # autocast casts again for every reader
+        elif x.key in self._read or x.key in self._saved:  # autocast casts for each reader
             r.cast += x.size
         else:
             self._read.add(x.key)
@@ -164,6 +164,14 @@ class Net:
         self._keep(r, other)
         return self._emit(name, r, self.like(x, kind=out_kind))
 
+    def matmul(self, name: str, a: T, b: T, c: int, kind: Kind = "act") -> T:
+        """A product of two activations (attention's q·kᵀ, p·v): keeps both, as a
+        matmul keeps its inputs; the result has ``c`` elements per row of ``a``."""
+        r = _Row()
+        self._keep_for_matmul(r, a)
+        self._keep_for_matmul(r, b)
+        return self._emit(name, r, self.tensor(c, a.h, a.w, kind))
+
     def scale(self, name: str, x: T, numel: int) -> T:
         """A product with an fp32 parameter (a layer scale): keeps ``x``; the result is
         fp32 under autocast (type promotion)."""
@@ -196,6 +204,18 @@ class Net:
         r = _Row()
         self._keep(r, x)
         return self._emit(name, r, self.tensor(x.c, h, w, x.kind))
+
+    def attention(self, name: str, qkv: T, heads: int) -> T:
+        """``scaled_dot_product_attention`` over a packed q/k/v (``c`` = 3 × width): it
+        keeps q, k and v (views of one buffer) and, fused, its output and an fp32
+        log-sum-exp per head (eager: the heads·n² probabilities). Its output is laid out
+        as q is, so the projection after it keeps the same storage (counted there)."""
+        r = _Row()
+        self._keep(r, qkv)
+        width, n = qkv.c // 3, qkv.h * qkv.w
+        self.rows.append(CnnLayer(name, r.saved, 0, 0, width * n,
+                                  stats=heads * n, scores=heads * n * n))
+        return self.tensor(width, qkv.h, qkv.w)
 
     def dropout(self, name: str, x: T, p: float) -> T:
         r = _Row()

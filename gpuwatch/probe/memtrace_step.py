@@ -89,9 +89,10 @@ class _Scalars:
 
 
 def _inputs(req: Any, vocab: int):
-    if req.image is not None:
+    if req.image is not None:  # in the weights' dtype (fp32 under autocast)
         h, w = req.image
-        return torch.randn(req.batch, 3, h, w), torch.randint(0, 1000, (req.batch,))
+        return (torch.randn(req.batch, 3, h, w, dtype=DTYPE[req.precision]),
+                torch.randint(0, 1000, (req.batch,)))
     ids = torch.randint(0, vocab, (req.batch, req.seq))
     return ids, ids.clone()
 
