@@ -6,8 +6,8 @@ changes what autograd keeps in every model with such a norm (ConvNeXt, ViT, Swin
 SD UNet). Inside :class:`CudaAutocastOps` those functions run as CUDA's autocast runs
 them whenever CPU autocast is on. Models built by a library also get a safe
 ``trunc_normal_``: torch ≥ 2.14 redraws out-of-range samples with a data-dependent loop
-that fake tensors cannot run (the values never matter to a trace); torchvision's RegNet
-computes its block widths with real tensors.
+that fake tensors cannot run (the values never matter to a trace), and RegNet's block
+widths and timm's drop-path rates are computed on real tensors.
 """
 
 from __future__ import annotations
@@ -44,31 +44,53 @@ class CudaAutocastOps(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+# Helpers that compute a model's hyperparameters with tensors (``.tolist()``): they run
+# on real tensors while the model is built under fake ones.
+_REAL_VALUED = (("timm.layers.drop", "calculate_drop_path_rates"),)
+
+
 class SafeInit:
-    """``nn.init.trunc_normal_`` as a plain normal draw while a model is built."""
+    """While a model is built: ``nn.init.trunc_normal_`` as a plain normal draw, and
+    hyperparameter helpers (RegNet's widths, timm's drop-path rates) on real tensors.
+    A helper a library imported by name is replaced wherever it is bound."""
 
     def __enter__(self) -> SafeInit:
-        self.saved = torch.nn.init.trunc_normal_
+        self.undo: list[tuple[object, str, object]] = []
 
         def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             with torch.no_grad():
                 return tensor.normal_(mean, std)
 
-        torch.nn.init.trunc_normal_ = trunc_normal_
+        self._everywhere(torch.nn.init.trunc_normal_, trunc_normal_)
+        for module, name in _REAL_VALUED:
+            helper = getattr(sys.modules.get(module), name, None)
+            if helper is not None:
+                self._everywhere(helper, _on_real_tensors(helper))
         regnet = sys.modules.get("torchvision.models.regnet")
-        self.widths = regnet.BlockParams if regnet else None
-        if self.widths is not None:
-            plain = self.widths.from_init_params.__func__
-
-            def from_init_params(cls, *args, **kwargs):
-                with unset_fake_temporarily():
-                    return plain(cls, *args, **kwargs)
-
-            self.saved_widths = self.widths.__dict__["from_init_params"]
-            self.widths.from_init_params = classmethod(from_init_params)
+        if regnet is not None:
+            widths = regnet.BlockParams
+            plain = _on_real_tensors(widths.from_init_params.__func__)
+            self.undo.append((widths, "from_init_params", widths.__dict__["from_init_params"]))
+            widths.from_init_params = classmethod(plain)
         return self
 
+    def _everywhere(self, original: object, replacement: object) -> None:
+        for name, module in list(sys.modules.items()):
+            if not name.startswith(("torch", "timm")) or module is None:
+                continue
+            for attr, value in list(vars(module).items()):
+                if value is original:
+                    self.undo.append((module, attr, value))
+                    setattr(module, attr, replacement)
+
     def __exit__(self, *exc: object) -> None:
-        torch.nn.init.trunc_normal_ = self.saved
-        if self.widths is not None:
-            self.widths.from_init_params = self.saved_widths
+        for owner, attr, value in reversed(self.undo):
+            setattr(owner, attr, value)
+
+
+def _on_real_tensors(fn: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with unset_fake_temporarily():
+            return fn(*args, **kwargs)
+
+    return run
