@@ -156,7 +156,13 @@ def model_names() -> tuple[str, ...]:
 
 def lookup_model(name: str, image: tuple[int, int] | None = None) -> TransformerSpec | CnnSpec:
     """A catalog model by name (case-insensitive, a few aliases); CNNs for ``image``."""
-    key = name.strip().lower().replace("_", "-")
+    from gpuwatch.budget.vision_catalog import build_vision, vision_key
+
+    vision = vision_key(name)
+    exact = name.strip().lower()
+    if vision is not None and (exact == vision or exact.startswith("torchvision:")):
+        return build_vision(vision, image)  # torchvision's spelling: vit_b_16 is its ViT
+    key = exact.replace("_", "-")
     key = ALIASES.get(key, key)
     if key in TRANSFORMERS:
         return TRANSFORMERS[key]
@@ -164,11 +170,14 @@ def lookup_model(name: str, image: tuple[int, int] | None = None) -> Transformer
         from gpuwatch.budget.cnn import build_cnn
 
         return build_cnn(key, image)
+    if vision is not None:
+        return build_vision(vision, image)
     close = suggest_models(name)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise BudgetError(
         "--model",
-        f"unknown model {shown(name)}; {hint}known models: {', '.join(model_names())}.",
+        f"unknown model {shown(name)}; {hint}known models: {', '.join(model_names())}, "
+        "and torchvision's classifiers by their names (efficientnet_b0, convnext_tiny…).",
     )
 
 
@@ -181,7 +190,9 @@ def suggest_models(name: str, limit: int = 2) -> tuple[str, ...]:
     ``bert-base`` and ``bert-large``; only the best few, never the whole catalog."""
     from difflib import SequenceMatcher
 
-    names = {_squeezed(n): n for n in model_names()}
+    from gpuwatch.budget.vision_catalog import VISION_MODELS
+
+    names = {_squeezed(n): n for n in (*model_names(), *VISION_MODELS)}
     names.update({_squeezed(a): t for a, t in ALIASES.items()})
     key = _squeezed(name[:200])
     if not key:

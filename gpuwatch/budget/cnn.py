@@ -15,8 +15,9 @@ PyTorch (elements per sample):
   only feeds a concatenation, an add or an upsample (none of which saves its inputs) is
   freed once they have run, so YOLOv5 counts two maps for such a conv + BN + SiLU.
 
-``benchmarks/accuracy.py`` traces ResNet, VGG and YOLOv5s built in plain torch against
-these tables.
+``benchmarks/accuracy.py`` traces YOLOv5s built in plain torch against this table.
+ResNet and VGG (the catalog's ``resnet-18/50/101``, ``vgg-16``) are torchvision's, built
+by :mod:`gpuwatch.budget.vision_catalog` with the other torchvision families.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gpuwatch.budget.bounds import MAX_IMAGE, bound_text
 from gpuwatch.budget.errors import BudgetError
 from gpuwatch.budget.specs import CnnLayer, CnnSpec, ParamGroup
 from gpuwatch.budget.unet import build_sd15_unet
+from gpuwatch.budget.vision_catalog import VISION_MODELS
 from gpuwatch.core.units import shown
 
 
@@ -73,64 +75,12 @@ class _Builder:
         self.w = (self.w + 2 * pad - k) // stride + 1
         self.add(name, saved_maps, index=1)
 
-    def linear(self, name: str, cout: int) -> None:
-        cin = self.c * self.h * self.w
-        self.params.append(ParamGroup(name, cin, cout, 1, "linear", False))
-        self.params.append(ParamGroup(name + ".bias", cout, 1, 1, "bias", False))
-        self.c, self.h, self.w = cout, 1, 1
-        self.add(name, 1, cin * cout + cout)
-
     def spec(self, name: str, image: tuple[int, int]) -> CnnSpec:
         return CnnSpec(name, tuple(self.rows), image, tuple(self.params))
 
 
 def _input(b: _Builder) -> None:
     b.add("input", 1)  # the first convolution saves the image
-
-
-def _resnet(
-    name: str, blocks: tuple[int, ...], bottleneck: bool, image: tuple[int, int]
-) -> CnnSpec:
-    b = _Builder(3, *image)
-    _input(b)
-    b.conv("conv1", 64, 7, 2, 3)
-    b.maxpool("maxpool", 3, 2, 1)
-    expansion = 4 if bottleneck else 1
-    for stage, (n, width) in enumerate(zip(blocks, (64, 128, 256, 512), strict=True)):
-        for i in range(n):
-            stride = 2 if stage and i == 0 else 1
-            cin, hin, win = b.c, b.h, b.w
-            tag = f"layer{stage + 1}.{i}"
-            if bottleneck:
-                b.conv(tag + ".conv1", width, 1)
-                b.conv(tag + ".conv2", width, 3, stride)
-                b.conv(tag + ".conv3", width * 4, 1)
-            else:
-                b.conv(tag + ".conv1", width, 3, stride)
-                b.conv(tag + ".conv2", width, 3)
-            if stride != 1 or cin != width * expansion:
-                c, h, w = b.c, b.h, b.w
-                b.c, b.h, b.w = cin, hin, win
-                b.conv(tag + ".downsample", width * expansion, 1, stride, 0, saved_maps=1)
-                b.c, b.h, b.w = c, h, w
-    b.add("avgpool", 0)
-    b.c, b.h, b.w = b.c, 1, 1
-    b.linear("fc", 1000)
-    return b.spec(name, image)
-
-
-def _vgg16(image: tuple[int, int]) -> CnnSpec:
-    b = _Builder(3, *image)
-    _input(b)
-    for stage, (n, width) in enumerate(((2, 64), (2, 128), (3, 256), (3, 512), (3, 512))):
-        for i in range(n):
-            b.conv(f"features.{stage}.{i}", width, 3, saved_maps=1, bn=False, bias=True)
-        b.maxpool(f"pool{stage + 1}", 2, 2)
-    b.h, b.w = 7, 7  # adaptive average pool to 7×7 (saves its input, already counted)
-    b.add("avgpool", 1)
-    for i, cout in enumerate((4096, 4096, 1000)):
-        b.linear(f"classifier.{i}", cout)
-    return b.spec("vgg-16", image)
 
 
 def _yolov5(name: str, depth: float, width: float, image: tuple[int, int]) -> CnnSpec:
@@ -217,10 +167,10 @@ def _yolov5(name: str, depth: float, width: float, image: tuple[int, int]) -> Cn
 
 
 _BUILDERS = {
-    "resnet-18": lambda im: _resnet("resnet-18", (2, 2, 2, 2), False, im),
-    "resnet-50": lambda im: _resnet("resnet-50", (3, 4, 6, 3), True, im),
-    "resnet-101": lambda im: _resnet("resnet-101", (3, 4, 23, 3), True, im),
-    "vgg-16": _vgg16,
+    "resnet-18": lambda im: VISION_MODELS["resnet18"]("resnet-18", im),
+    "resnet-50": lambda im: VISION_MODELS["resnet50"]("resnet-50", im),
+    "resnet-101": lambda im: VISION_MODELS["resnet101"]("resnet-101", im),
+    "vgg-16": lambda im: VISION_MODELS["vgg16"]("vgg-16", im),
     "yolov5s": lambda im: _yolov5("yolov5s", 0.33, 0.50, im),
     "yolov5m": lambda im: _yolov5("yolov5m", 0.67, 0.75, im),
     "yolov5l": lambda im: _yolov5("yolov5l", 1.0, 1.0, im),

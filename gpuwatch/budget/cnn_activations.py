@@ -45,27 +45,50 @@ def cnn_inference_activations(spec: CnnSpec, p: Precision, wl: Workload, setup: 
     return wl.batch * peak
 
 
-def cnn_backward_grads(spec: CnnSpec, p: Precision, wl: Workload, flash: bool = True) -> float:
-    """The gradients alive beyond the saved activations at the backward pass's peak.
+def cnn_backward_peak(
+    spec: CnnSpec, p: Precision, wl: Workload, flash: bool, saved: float, copies: float
+) -> tuple[float, float, float]:
+    """(gradients, activations, the activations' part that does not scale with the batch)
+    at the backward pass's peak, given all saved activations ``saved`` (weight copies
+    included) and autocast's 16-bit weight copies ``copies``.
 
-    Backward runs the table from the last layer: each layer's gradients appear while its
-    saved tensors are still held, and those are freed once it is done. The late layers
-    of a CNN hold most parameters (VGG's classifier: 94 %) and the early ones most
-    activations, so the peak comes when the late layers' gradients exist and nearly all
-    activations are still held.
+    Backward runs the table from the last layer. While a layer runs, its saved tensors
+    and all earlier ones are held, and the gradients of it and every later layer exist.
+    Under autocast a layer's weight gradient comes out 16-bit and is cast to fp32 for the
+    fp32 weight: for a moment both exist (6 B per parameter, outside the gradients) while
+    the layer's saved tensors and its weight copy are already freed. The late layers of a
+    CNN hold most parameters (VGG's classifier: 94 %) and the early ones most
+    activations, so the peak comes early in the sweep: with autocast at VGG's first
+    classifier layer, whose 6 B per parameter outweigh what its saved tensors held.
+    ``activations`` is what is held at that peak or, where more, at the forward pass's
+    end (``saved``); ``gradients + activations`` is the peak beyond weights and states.
     """
     e, r = p.act_bytes, p.residual_bytes
+    amp = p.name.startswith("amp")
     if flash:
         score_bytes, fused_bytes, stats_bytes = 0.0, float(e), 4.0
     else:
         score_bytes, fused_bytes, stats_bytes = _score_bytes(p), 0.0, 0.0
-    grads = freed = extra = 0.0
+    per_param_copy = copies / spec.params if spec.params else 0.0
+    held, held_copies, grads = saved, copies, 0.0
+    best_g, best_a, best_fixed = 0.0, saved, copies
     for x in reversed(spec.layers):
-        grads += x.params * p.grad_bytes
-        extra = max(extra, grads - freed)
-        freed += wl.batch * (
+        own = wl.batch * (
             x.saved_elements * e + x.index_elements * 8 + x.wide * r
             + (x.cast * e if r != e else 0) + x.scores * score_bytes + x.fused * fused_bytes
             + x.stats * stats_bytes
         )
-    return extra
+        copy = x.params * per_param_copy
+        if amp and x.params:  # its own saved tensors and weight copy already freed
+            g, a = grads, held - own - copy + 6 * x.params
+            fixed = held_copies - copy + 6 * x.params
+        else:
+            g, a, fixed = grads + x.params * p.grad_bytes, held, held_copies
+        if g + a > best_g + best_a:
+            best_g, best_a, best_fixed = g, a, fixed
+        grads += x.params * p.grad_bytes
+        held = max(0.0, held - own - copy)  # (full checkpointing keeps less than the table)
+        held_copies -= copy
+    if best_a < saved:  # reported at the forward pass's end; the peak's surplus as gradients
+        return best_g + best_a - saved, saved, copies
+    return best_g, best_a, best_fixed

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from gpuwatch.budget import activations as act
 from gpuwatch.budget.bounds import divisors
 from gpuwatch.budget.cnn_activations import (
-    cnn_backward_grads,
+    cnn_backward_peak,
     cnn_inference_activations,
     cnn_train_activations,
 )
@@ -340,7 +340,9 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     elif workload.grad_accum > 1:
         grads_bwd = grads
     elif isinstance(spec, CnnSpec):
-        grads_bwd = min(grads, cnn_backward_grads(spec, p, workload, setup.flash_attention))
+        grads_bwd, activations, act_fixed = cnn_backward_peak(
+            spec, p, workload, setup.flash_attention, activations, act_fixed)
+        grads_bwd = min(grads, grads_bwd)
     else:
         head = max((g.numel for g in spec.param_groups() if not g.per_layer), default=0)
         grads_bwd = 0.0 if setup.lora_rank else min(grads, head * p.grad_bytes / setup.tp)

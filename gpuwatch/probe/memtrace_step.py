@@ -11,6 +11,8 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.distributed._tools.mem_tracker import MemTracker
 
+from gpuwatch.probe.cuda_autocast import CudaAutocastOps, SafeInit
+
 DTYPE = {"fp32": torch.float32, "amp-bf16": torch.float32, "amp-fp16": torch.float32,
          "mixed-bf16": torch.bfloat16, "mixed-fp16": torch.float16, "bf16": torch.bfloat16,
          "fp16": torch.float16}
@@ -88,9 +90,10 @@ class FakeScalars:
 
 
 def _inputs(req: Any, vocab: int):
-    if req.image is not None:
+    if req.image is not None:  # in the weights' dtype (fp32 under autocast)
         h, w = req.image
-        return torch.randn(req.batch, 3, h, w), torch.randint(0, 1000, (req.batch,))
+        return (torch.randn(req.batch, 3, h, w, dtype=DTYPE[req.precision]),
+                torch.randint(0, 1000, (req.batch,)))
     ids = torch.randint(0, vocab, (req.batch, req.seq))
     return ids, ids.clone()
 
@@ -117,7 +120,8 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
         before = torch.get_default_dtype()
         torch.set_default_dtype(dtype)
         try:
-            model = build()
+            with SafeInit():
+                model = build()
         finally:
             torch.set_default_dtype(before)
         if not isinstance(model, nn.Module):
@@ -137,7 +141,7 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
         half = torch.float16 if req.precision.endswith("fp16") else torch.bfloat16
         with mt:
             for i in range(2):
-                with torch.autocast("cpu", dtype=half, enabled=amp):
+                with torch.autocast("cpu", dtype=half, enabled=amp), CudaAutocastOps():
                     loss = step(x, y)
                 after_forward = mt.get_tracker_snapshot("current")
                 loss.backward()

@@ -1,0 +1,96 @@
+"""CUDA's autocast, as far as it differs from the CPU's, for traces that run on the CPU.
+
+``torch.autocast("cpu")`` runs LayerNorm, GroupNorm and softmax in the 16-bit dtype;
+CUDA's autocast runs them in fp32 (their inputs cast up, their outputs fp32), which
+changes what autograd keeps in every model with such a norm (ConvNeXt, ViT, Swin, the
+SD UNet). Inside :class:`CudaAutocastOps` those functions run as CUDA's autocast runs
+them whenever CPU autocast is on. Models built by a library also get a safe
+``trunc_normal_``: torch ≥ 2.14 redraws out-of-range samples with a data-dependent loop
+that fake tensors cannot run (the values never matter to a trace), and RegNet's block
+widths and timm's drop-path rates are computed on real tensors.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.overrides import TorchFunctionMode
+
+_FP32_OPS = {
+    F.layer_norm, torch.layer_norm, F.group_norm, torch.group_norm,
+    F.softmax, torch.softmax, torch.Tensor.softmax,
+    F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax,
+}
+
+
+def _up(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != torch.float32:
+        return x.float()
+    return x
+
+
+class CudaAutocastOps(TorchFunctionMode):
+    """Run CUDA autocast's fp32 ops (norms, softmax) in fp32 under CPU autocast."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _FP32_OPS and torch.is_autocast_enabled("cpu"):
+            with torch.autocast("cpu", enabled=False):
+                return func(*(_up(a) for a in args), **{k: _up(v) for k, v in kwargs.items()})
+        return func(*args, **kwargs)
+
+
+# Helpers that compute a model's hyperparameters with tensors (``.tolist()``): they run
+# on real tensors while the model is built under fake ones.
+_REAL_VALUED = (("timm.layers.drop", "calculate_drop_path_rates"),)
+
+
+class SafeInit:
+    """While a model is built: ``nn.init.trunc_normal_`` as a plain normal draw, and
+    hyperparameter helpers (RegNet's widths, timm's drop-path rates) on real tensors.
+    A helper a library imported by name is replaced wherever it is bound."""
+
+    def __enter__(self) -> SafeInit:
+        self.undo: list[tuple[object, str, object]] = []
+
+        def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+            with torch.no_grad():
+                return tensor.normal_(mean, std)
+
+        self._everywhere(torch.nn.init.trunc_normal_, trunc_normal_)
+        for module, name in _REAL_VALUED:
+            helper = getattr(sys.modules.get(module), name, None)
+            if helper is not None:
+                self._everywhere(helper, _on_real_tensors(helper))
+        regnet = sys.modules.get("torchvision.models.regnet")
+        if regnet is not None:
+            widths = regnet.BlockParams
+            plain = _on_real_tensors(widths.from_init_params.__func__)
+            self.undo.append((widths, "from_init_params", widths.__dict__["from_init_params"]))
+            widths.from_init_params = classmethod(plain)
+        return self
+
+    def _everywhere(self, original: object, replacement: object) -> None:
+        for name, module in list(sys.modules.items()):
+            if not name.startswith(("torch", "timm")) or module is None:
+                continue
+            for attr, value in list(vars(module).items()):
+                if value is original:
+                    self.undo.append((module, attr, value))
+                    setattr(module, attr, replacement)
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, value in reversed(self.undo):
+            setattr(owner, attr, value)
+
+
+def _on_real_tensors(fn: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with unset_fake_temporarily():
+            return fn(*args, **kwargs)
+
+    return run
