@@ -31,6 +31,7 @@ from gpuwatch.budget.family_spec import FamilySpec, quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import gathered_bytes, model_states
+from gpuwatch.budget.traced_view import embedding_backward
 from gpuwatch.budget.weight_copies import autocast_weight_copies
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
@@ -96,6 +97,7 @@ class Detail:
     # with fused attention: what eager attention would add (its a·s² scores) and its peak
     eager_attention_bytes: int = 0
     eager_total_bytes: int = 0
+    embedding_backward_bytes: int = 0  # the embedding gradient's temporaries, backward's end
 
 
 @dataclass(frozen=True)
@@ -358,6 +360,10 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     scaling = a - af + k
     backward_peak = fixed + scaling
     step_peak = (w + g + o + st + h) if train else 0
+    # the end of backward: every gradient, and the embedding's own as temporaries
+    eb, beyond = embedding_backward(spec, p, setup) if train else (0.0, 0.0)
+    eb = round(eb)
+    end_peak = w + o + h + g + round(beyond) if beyond else 0
     breakdown = Breakdown(
         parameters=w,
         gradients=g,
@@ -366,10 +372,12 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         kv_cache=k,
         framework_overhead=h,
     )
-    total = max(backward_peak, step_peak)
+    total = max(backward_peak, step_peak, end_peak)
     phase = (
         "inference"
         if not train
+        else "end of backward"
+        if end_peak > max(step_peak, backward_peak)
         else "optimizer step"
         if step_peak > backward_peak
         else "start of backward"
@@ -393,6 +401,7 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         else 0.0,
         eager_attention_bytes=eager_acts,
         eager_total_bytes=eager_total,
+        embedding_backward_bytes=eb,
     )
     est = Estimate(
         model=getattr(spec, "name", "model"),

@@ -16,10 +16,11 @@ The step is the loop Hugging Face's Trainer runs (loss, ``backward()``, ``step()
 cross-entropy over its outputs (any other output: their mean), a language model token
 ids and the shifted cross-entropy its head computes. Categories match the estimate's:
 parameters (and buffers), gradients and optimizer states after the step (an fp32 master
-counts there), activations at the backward pass's peak (or the end of the forward pass,
-where that is more), and the step's total. Like the estimate without framework overhead,
-it counts tensors only: no CUDA context, workspaces or allocator rounding; and CPU kernels
-stand in for CUDA's (attention falls back to the math path on the CPU).
+counts there), activations at their own peak over the forward and backward passes
+(saved tensors and temporaries, the loss's gradients included), and the step's total.
+Like the estimate without framework overhead, it counts tensors only: no CUDA context,
+workspaces or allocator rounding; and CPU kernels stand in for CUDA's (attention falls
+back to the math path on the CPU).
 """
 
 from __future__ import annotations
