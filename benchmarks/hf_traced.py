@@ -111,6 +111,9 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 # transformers runs routed experts with ``grouped_mm``, whose CPU kernel takes bf16 only:
 # MoE rows are bf16 (as MoE models are trained)
 MOE = ("qwen2_moe", "deepseek_v2")
+# T5's relative position bias reaches SDPA as a float mask beside its attention dropout:
+# the CPU runs the math path there (the scores kept, as eager attention keeps them)
+EAGER = ("t5",)
 LAYERS = {"t5": "num_layers", "gpt2": "n_layer", "bloom": "n_layer", "mpt": "n_layers"}
 
 # (label, precision, attention, checkpointing, lora rank, batch, seq, held out)
@@ -192,6 +195,8 @@ def rows() -> list[dict[str, Any]]:
             if model_type in MOE and precision != "bf16":  # see MOE
                 continue
             layers = 3 if held else 2
+            if model_type in EAGER:
+                impl = "eager"
             out.append(dict(name=f"{model} {label}", model=model, model_type=model_type,
                             fields=fields, layers=layers, precision=precision, impl=impl,
                             checkpointing=ckpt, lora_rank=lora, batch=batch, seq=seq,

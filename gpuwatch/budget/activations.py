@@ -56,6 +56,9 @@ class LayerActivations:
     parallel: float  # q, k, v, context, MLP intermediates: ÷t
     scores: float  # a·s² softmax, dropout, probabilities: ÷t, gone with flash/selective
     layer_input: float  # what full recompute keeps
+    # eager attention's softmax backward: the probabilities' gradient and the scores'
+    # (in the softmax dtype), less the 16-bit probabilities the value matmul released
+    score_transient: float = 0.0
 
     def total(self, opt: ActivationOptions) -> float:
         t = opt.tp
@@ -216,7 +219,11 @@ def layer_activations(
         par += opt.adapter_bytes * b * s * spec.heads * spec.d
     if opt.frozen and "down" in opt.adapted:
         par += opt.adapter_bytes * b * s * spec.ffn_size * spec.experts_per_token
-    return LayerActivations(replicated, par, scores, r * b * s * h)
+    transient = 0.0
+    if not opt.flash:
+        per = 2 * softmax_bytes(spec, p) - p.act_bytes
+        transient = per * b * spec.heads * s * (s + cross_s) / opt.tp
+    return LayerActivations(replicated, par, scores, r * b * s * h, transient)
 
 
 def embedding_activations(

@@ -177,7 +177,9 @@ def _dense_variant(spec: TransformerSpec) -> TransformerSpec:
 def transformer_train_activations(
     spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup, rerun_fixed: float = 0.0
 ) -> tuple[float, float]:
-    """(saved activations incl. loss temporaries, of which loss) for one micro-batch.
+    """(saved activations incl. loss temporaries, of which loss, the activations at the
+    forward pass's end where that moment can be the larger: 0 elsewhere) for one
+    micro-batch.
 
     ``rerun_fixed``: what a checkpointed layer's re-run adds whatever the batch (under
     autocast, the 16-bit copies of its weights, made again and kept until its backward).
@@ -197,10 +199,18 @@ def transformer_train_activations(
     if setup.checkpointing == "full" and setup.pp == 1:
         # each layer keeps its input; backward first runs the loss and the head, then
         # re-runs one layer at a time (its saved tensors + its output's gradient), so
-        # the re-run never sits on top of the loss temporaries
+        # the re-run never sits on top of the loss temporaries. Under autocast the
+        # forward pass ends holding every layer's 16-bit weight copies, beside the
+        # loss's forward (the logits, their fp32 copy and its log-softmax)
         kept = sum(la.layer_input / sp * n for la, n in layers)
-        rerun = max(la.total(o) + la.layer_input / sp for la, _ in layers) + rerun_fixed
-        return kept + emb + max(head + loss, rerun), loss
+        rerun = max(la.total(o) + la.layer_input / sp + la.score_transient
+                    for la, _ in layers) + rerun_fixed
+        forward_end = 0.0
+        if rerun_fixed and quirks_of(spec).cached_copies:
+            logits = b * s * spec.vocab / setup.tp if spec.vocab else 0.0
+            forward_end = kept + emb + head + logits * (p.act_bytes + 8) + \
+                rerun_fixed * spec.total_layers
+        return kept + emb + max(head + loss, rerun), loss, forward_end
     if setup.checkpointing == "full":
         kept = sum(la.layer_input / sp * n for la, n in layers)
         body = kept + max(la.total(o) for la, _ in layers)  # one layer re-run in backward
@@ -208,11 +218,11 @@ def transformer_train_activations(
         body = sum(la.total(o) * n for la, n in layers)
     if setup.pp > 1:  # 1F1B: the first stage keeps pp micro-batches of its L/pp layers
         first, last = body + emb, body / setup.pp + head + loss
-        return max(first, last), (loss if last > first else 0.0)
+        return max(first, last), (loss if last > first else 0.0), 0.0
     # the first layer's backward holds an ffn-wide gradient on top of the activations;
     # only a model without a vocabulary-sized loss (ViT) peaks there
     first = p.act_bytes * b * s * spec.ffn_size * spec.experts_per_token / setup.tp
-    return body + emb + head + max(loss, first), loss
+    return body + emb + head + max(loss, first), loss, 0.0
 
 
 def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
@@ -307,11 +317,11 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
             host += states.weights
             weights = gathered_bytes(spec, setup)
 
-    loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
+    loss = act_fixed = forward_end = 0.0  # act_fixed: in activations, not scaling with b
     copies, layer_copies = autocast_weight_copies(spec, p, setup) if train else (0.0, 0.0)
     if train and isinstance(spec, TransformerSpec):
-        activations, loss = transformer_train_activations(spec, p, workload, setup,
-                                                          layer_copies)
+        activations, loss, forward_end = transformer_train_activations(
+            spec, p, workload, setup, layer_copies)
     elif train and isinstance(spec, CnnSpec):
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
@@ -356,6 +366,8 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     w, g, o, st = round(weights), round(grads), round(optimizer), round(step_temp)
     a, k, h, af = round(activations), round(kv), round(overhead), round(act_fixed)
     gb = min(g, round(grads_bwd))
+    if forward_end:  # no gradient exists yet at the forward's end: the peak is the larger
+        a = max(a, round(forward_end + act_fixed) - gb)
     fixed = w + o + gb + h + af
     scaling = a - af + k
     backward_peak = fixed + scaling

@@ -151,7 +151,7 @@ def _falcon(cfg: dict[str, Any], name: str) -> FamilySpec:
         dropout=f.fraction(cfg, "hidden_dropout"),
         tied_embeddings=f.flag(cfg, "tie_word_embeddings", True),
         quirks=Quirks(family="falcon", parallel=parallel, layer_norms=min(norms, 2),
-                      rotary=not alibi, eager_only=alibi,
+                      rotary=not alibi, eager_only=alibi, cached_copies=False,
                       attention_dropout=f.fraction(cfg, "attention_dropout")),
     )
 

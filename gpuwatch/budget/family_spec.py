@@ -54,6 +54,10 @@ class Quirks:
     fp32_softmax: bool = True  # eager softmax in fp32 (``dtype=torch.float32``)
     loss_upcast: bool = True  # the loss on fp32 logits (T5: on the logits' own dtype)
     ffn_dropout: bool = False  # T5: dropout between the MLP's activation and its output
+    # autocast caches a layer's 16-bit weight copies until the forward pass ends where its
+    # matmuls read the weight itself; Falcon's ``input @ weight.T`` reads a view, so each
+    # copy lives only as long as what keeps it
+    cached_copies: bool = True
 
     @property
     def mla(self) -> bool:
