@@ -107,10 +107,23 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
                                              kv_lora_rank=512, q_lora_rank=None,
                                              qk_rope_head_dim=64, qk_nope_head_dim=128,
                                              v_head_dim=128, vocab_size=102400)),
+    "deepseek-v3": ("deepseek_v3", dict(hidden_size=7168, intermediate_size=18432,
+                                        moe_intermediate_size=2048, n_routed_experts=256,
+                                        n_shared_experts=1, num_experts_per_tok=8,
+                                        n_group=8, topk_group=4, first_k_dense_replace=1,
+                                        num_attention_heads=128, num_key_value_heads=128,
+                                        q_lora_rank=1536, kv_lora_rank=512,
+                                        qk_rope_head_dim=64, qk_nope_head_dim=128,
+                                        v_head_dim=128, vocab_size=129280)),
+    "qwen3-30b-a3b": ("qwen3_moe", dict(hidden_size=2048, intermediate_size=6144,
+                                        moe_intermediate_size=768, num_experts=128,
+                                        num_experts_per_tok=8, num_attention_heads=32,
+                                        num_key_value_heads=4, head_dim=128,
+                                        vocab_size=151936)),
 }
 # transformers runs routed experts with ``grouped_mm``, whose CPU kernel takes bf16 only:
 # MoE rows are bf16 (as MoE models are trained)
-MOE = ("qwen2_moe", "deepseek_v2")
+MOE = ("qwen2_moe", "deepseek_v2", "deepseek_v3", "qwen3_moe")
 # T5's relative position bias reaches SDPA as a float mask beside its attention dropout:
 # the CPU runs the math path there (the scores kept, as eager attention keeps them)
 EAGER = ("t5",)

@@ -31,7 +31,7 @@ from gpuwatch.budget.family_spec import FamilySpec, quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import gathered_bytes, model_states
-from gpuwatch.budget.traced_view import embedding_backward
+from gpuwatch.budget.traced_view import embedding_backward, largest_gradient
 from gpuwatch.budget.weight_copies import autocast_weight_copies
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
@@ -98,6 +98,7 @@ class Detail:
     eager_attention_bytes: int = 0
     eager_total_bytes: int = 0
     embedding_backward_bytes: int = 0  # the embedding gradient's temporaries, backward's end
+    in_flight_bytes: int = 0  # activations while the largest weight's gradient is made
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,8 @@ def transformer_train_activations(
     spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup, rerun_fixed: float = 0.0
 ) -> tuple[float, float]:
     """(saved activations incl. loss temporaries, of which loss, the activations at the
-    forward pass's end where that moment can be the larger: 0 elsewhere) for one
-    micro-batch.
+    forward pass's end where that moment can be the larger (0 elsewhere), the
+    activations once the loss temporaries are gone) for one micro-batch.
 
     ``rerun_fixed``: what a checkpointed layer's re-run adds whatever the batch (under
     autocast, the 16-bit copies of its weights, made again and kept until its backward).
@@ -210,7 +211,7 @@ def transformer_train_activations(
             logits = b * s * spec.vocab / setup.tp if spec.vocab else 0.0
             forward_end = kept + emb + head + logits * (p.act_bytes + 8) + \
                 rerun_fixed * spec.total_layers
-        return kept + emb + max(head + loss, rerun), loss, forward_end
+        return kept + emb + max(head + loss, rerun), loss, forward_end, kept + emb + rerun
     if setup.checkpointing == "full":
         kept = sum(la.layer_input / sp * n for la, n in layers)
         body = kept + max(la.total(o) for la, _ in layers)  # one layer re-run in backward
@@ -218,11 +219,11 @@ def transformer_train_activations(
         body = sum(la.total(o) * n for la, n in layers)
     if setup.pp > 1:  # 1F1B: the first stage keeps pp micro-batches of its L/pp layers
         first, last = body + emb, body / setup.pp + head + loss
-        return max(first, last), (loss if last > first else 0.0), 0.0
+        return max(first, last), (loss if last > first else 0.0), 0.0, 0.0
     # the first layer's backward holds an ffn-wide gradient on top of the activations;
     # only a model without a vocabulary-sized loss (ViT) peaks there
     first = p.act_bytes * b * s * spec.ffn_size * spec.experts_per_token / setup.tp
-    return body + emb + head + max(loss, first), loss, 0.0
+    return body + emb + head + max(loss, first), loss, 0.0, body + emb + head
 
 
 def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
@@ -317,10 +318,11 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
             host += states.weights
             weights = gathered_bytes(spec, setup)
 
-    loss = act_fixed = forward_end = 0.0  # act_fixed: in activations, not scaling with b
+    # act_fixed: in activations, not scaling with the batch
+    loss = act_fixed = forward_end = after_loss = 0.0
     copies, layer_copies = autocast_weight_copies(spec, p, setup) if train else (0.0, 0.0)
     if train and isinstance(spec, TransformerSpec):
-        activations, loss, forward_end = transformer_train_activations(
+        activations, loss, forward_end, after_loss = transformer_train_activations(
             spec, p, workload, setup, layer_copies)
     elif train and isinstance(spec, CnnSpec):
         activations = cnn_train_activations(spec, p, workload, setup)
@@ -376,6 +378,9 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     eb, beyond = embedding_backward(spec, p, setup) if train else (0.0, 0.0)
     eb = round(eb)
     end_peak = w + o + h + g + round(beyond) if beyond else 0
+    # the largest weight's gradient, made as a temporary on top of what backward holds
+    fl = round(after_loss + act_fixed + largest_gradient(spec, p, setup)) if after_loss else 0
+    flight_peak = w + o + h + gb + fl if fl else 0
     breakdown = Breakdown(
         parameters=w,
         gradients=g,
@@ -384,15 +389,17 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         kv_cache=k,
         framework_overhead=h,
     )
-    total = max(backward_peak, step_peak, end_peak)
+    total = max(backward_peak, step_peak, end_peak, flight_peak)
     phase = (
         "inference"
         if not train
         else "end of backward"
-        if end_peak > max(step_peak, backward_peak)
+        if end_peak > max(step_peak, backward_peak, flight_peak)
         else "optimizer step"
         if step_peak > backward_peak
         else "start of backward"
+        if backward_peak >= flight_peak
+        else "backward"
     )
     eager_acts = eager_total = 0
     if setup.flash_attention and has_attention(spec):
@@ -414,6 +421,7 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         eager_attention_bytes=eager_acts,
         eager_total_bytes=eager_total,
         embedding_backward_bytes=eb,
+        in_flight_bytes=fl,
     )
     est = Estimate(
         model=getattr(spec, "name", "model"),
