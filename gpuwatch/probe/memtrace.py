@@ -9,7 +9,8 @@ when a trace is asked for); a model comes from a builder the user names:
   that returns an ``nn.Module`` when called with no arguments;
 * ``torchvision:NAME`` / ``timm:NAME`` — a model of those libraries, by its name there;
 * ``transformers:path/to/config.json`` — a Hugging Face model built from its config
-  (``AutoModelForCausalLM.from_config``), when transformers is installed.
+  (``AutoModelForCausalLM.from_config``, or the seq2seq class for an
+  encoder-decoder), when transformers is installed.
 
 The step is the loop Hugging Face's Trainer runs (loss, ``backward()``, ``step()``,
 ``zero_grad(set_to_none=True)``): an image model gets a batch of images and a
@@ -113,7 +114,9 @@ def _transformers_builder(config_path: str) -> Callable[[], Any]:
                          "transformers (pip install transformers); or give --trace-model "
                          "FILE.py:callable.") from None
     cfg = transformers.AutoConfig.from_pretrained(config_path)
-    return lambda: transformers.AutoModelForCausalLM.from_config(cfg)
+    auto = (transformers.AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False)
+            else transformers.AutoModelForCausalLM)  # T5 and its kind: the seq2seq head
+    return lambda: auto.from_config(cfg)
 
 
 def builder_for(target: str) -> Callable[[], Any]:
