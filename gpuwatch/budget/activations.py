@@ -124,7 +124,8 @@ def softmax_bytes(spec: TransformerSpec, p: Precision) -> int:
     """HF's eager Llama-family attention softmaxes in fp32 explicitly (as most families'
     ``eager_attention_forward`` do); GPT-2, BERT and OPT in the scores' dtype, which
     autocast makes fp32."""
-    fp32 = quirks_of(spec).fp32_softmax or spec.norm == "rmsnorm"
+    q = quirks_of(spec)
+    fp32 = q.fp32_softmax or (spec.norm == "rmsnorm" and not q.family)
     return 4 if (autocast(p) or fp32) else p.act_bytes
 
 

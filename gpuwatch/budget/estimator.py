@@ -99,6 +99,7 @@ class Detail:
     eager_total_bytes: int = 0
     embedding_backward_bytes: int = 0  # the embedding gradient's temporaries, backward's end
     in_flight_bytes: int = 0  # activations while the largest weight's gradient is made
+    backward_start_activations: int = 0  # the activations at the backward pass's start
 
 
 @dataclass(frozen=True)
@@ -385,7 +386,8 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         parameters=w,
         gradients=g,
         optimizer_states=o + st,
-        activations=a,
+        # at its own peak: the backward's start, or a later moment's temporaries
+        activations=max(a, eb, fl),
         kv_cache=k,
         framework_overhead=h,
     )
@@ -422,6 +424,7 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         eager_total_bytes=eager_total,
         embedding_backward_bytes=eb,
         in_flight_bytes=fl,
+        backward_start_activations=a,
     )
     est = Estimate(
         model=getattr(spec, "name", "model"),

@@ -66,10 +66,11 @@ class Quirks:
 
 def t5_quirks(dropout: float) -> Quirks:
     """T5 as transformers runs it: T5LayerNorm, eager attention with a relative position
-    bias, dropout inside the MLP, the loss on the logits in their own dtype."""
+    bias, dropout inside the MLP, the loss on the logits in their own dtype; since
+    transformers 5 the softmax runs in the scores' dtype (4.x upcast it to fp32)."""
     return Quirks(family="t5", norm_style="t5", rotary=False, eager_only=True,
                   loss_upcast=False, ffn_dropout=True, attention_dropout=dropout,
-                  embed_dropout=dropout)
+                  embed_dropout=dropout, fp32_softmax=False)
 
 
 def quirks_of(spec: TransformerSpec) -> Quirks:

@@ -52,8 +52,8 @@ def traced_categories(est: Any) -> dict[str, int]:
     b, d = est.breakdown, est.detail
     acts = b.activations
     if est.workload.mode == "train":
-        acts = max(acts + d.grads_at_backward, d.embedding_backward_bytes,
-                   d.in_flight_bytes)
+        acts = max(d.backward_start_activations + d.grads_at_backward,
+                   d.embedding_backward_bytes, d.in_flight_bytes)
     return {"parameters": b.parameters, "gradients": b.gradients,
             "optimizer_states": d.optimizer_persistent, "activations": acts,
             "kv_cache": b.kv_cache, "total": est.total_bytes}
