@@ -4,7 +4,7 @@
 T5LayerNorm squares an fp32 copy of its input but multiplies the input itself (so a
 16-bit model keeps both); attention is eager only, with the relative position bias
 (computed once per stack by the first layer, plus the attention mask: b × heads × s × s,
-alive through the forward pass) added to the scores and an fp32 softmax cast back;
+alive through the forward pass) added to the scores and a softmax in their dtype;
 dropout on the embeddings, the probabilities, the ReLU output, every residual branch and
 the final norm; the tied head scales its input by d_model^-0.5; the loss is taken on the
 logits in their own dtype (no fp32 upcast). The decoder reads the target ids directly (a
@@ -64,7 +64,7 @@ class T5Attention(nn.Module):
         v = self.v(kv).view(b, m, s.heads, s.d).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(3, 2))
         scores += position_bias
-        w = F.softmax(scores.float(), dim=-1).type_as(scores)
+        w = F.softmax(scores, dim=-1)  # in the scores' dtype, as transformers 5 runs it
         w = F.dropout(w, p=s.dropout, training=self.training)
         out = torch.matmul(w, v).transpose(1, 2).contiguous().view(b, t, -1)
         return self.o(out)

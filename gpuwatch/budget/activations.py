@@ -56,6 +56,9 @@ class LayerActivations:
     parallel: float  # q, k, v, context, MLP intermediates: ÷t
     scores: float  # a·s² softmax, dropout, probabilities: ÷t, gone with flash/selective
     layer_input: float  # what full recompute keeps
+    # eager attention's softmax backward: the probabilities' gradient and the scores'
+    # (in the softmax dtype), less the 16-bit probabilities the value matmul released
+    score_transient: float = 0.0
 
     def total(self, opt: ActivationOptions) -> float:
         t = opt.tp
@@ -121,7 +124,8 @@ def softmax_bytes(spec: TransformerSpec, p: Precision) -> int:
     """HF's eager Llama-family attention softmaxes in fp32 explicitly (as most families'
     ``eager_attention_forward`` do); GPT-2, BERT and OPT in the scores' dtype, which
     autocast makes fp32."""
-    fp32 = quirks_of(spec).fp32_softmax or spec.norm == "rmsnorm"
+    q = quirks_of(spec)
+    fp32 = q.fp32_softmax or (spec.norm == "rmsnorm" and not q.family)
     return 4 if (autocast(p) or fp32) else p.act_bytes
 
 
@@ -216,7 +220,11 @@ def layer_activations(
         par += opt.adapter_bytes * b * s * spec.heads * spec.d
     if opt.frozen and "down" in opt.adapted:
         par += opt.adapter_bytes * b * s * spec.ffn_size * spec.experts_per_token
-    return LayerActivations(replicated, par, scores, r * b * s * h)
+    transient = 0.0
+    if not opt.flash:
+        per = 2 * softmax_bytes(spec, p) - p.act_bytes
+        transient = per * b * spec.heads * s * (s + cross_s) / opt.tp
+    return LayerActivations(replicated, par, scores, r * b * s * h, transient)
 
 
 def embedding_activations(

@@ -31,6 +31,7 @@ from gpuwatch.budget.family_spec import FamilySpec, quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import gathered_bytes, model_states
+from gpuwatch.budget.traced_view import embedding_backward, largest_gradient
 from gpuwatch.budget.weight_copies import autocast_weight_copies
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
@@ -96,6 +97,9 @@ class Detail:
     # with fused attention: what eager attention would add (its a·s² scores) and its peak
     eager_attention_bytes: int = 0
     eager_total_bytes: int = 0
+    embedding_backward_bytes: int = 0  # the embedding gradient's temporaries, backward's end
+    in_flight_bytes: int = 0  # activations while the largest weight's gradient is made
+    backward_start_activations: int = 0  # the activations at the backward pass's start
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,9 @@ def _dense_variant(spec: TransformerSpec) -> TransformerSpec:
 def transformer_train_activations(
     spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup, rerun_fixed: float = 0.0
 ) -> tuple[float, float]:
-    """(saved activations incl. loss temporaries, of which loss) for one micro-batch.
+    """(saved activations incl. loss temporaries, of which loss, the activations at the
+    forward pass's end where that moment can be the larger (0 elsewhere), the
+    activations once the loss temporaries are gone) for one micro-batch.
 
     ``rerun_fixed``: what a checkpointed layer's re-run adds whatever the batch (under
     autocast, the 16-bit copies of its weights, made again and kept until its backward).
@@ -195,10 +201,18 @@ def transformer_train_activations(
     if setup.checkpointing == "full" and setup.pp == 1:
         # each layer keeps its input; backward first runs the loss and the head, then
         # re-runs one layer at a time (its saved tensors + its output's gradient), so
-        # the re-run never sits on top of the loss temporaries
+        # the re-run never sits on top of the loss temporaries. Under autocast the
+        # forward pass ends holding every layer's 16-bit weight copies, beside the
+        # loss's forward (the logits, their fp32 copy and its log-softmax)
         kept = sum(la.layer_input / sp * n for la, n in layers)
-        rerun = max(la.total(o) + la.layer_input / sp for la, _ in layers) + rerun_fixed
-        return kept + emb + max(head + loss, rerun), loss
+        rerun = max(la.total(o) + la.layer_input / sp + la.score_transient
+                    for la, _ in layers) + rerun_fixed
+        forward_end = 0.0
+        if rerun_fixed and quirks_of(spec).cached_copies:
+            logits = b * s * spec.vocab / setup.tp if spec.vocab else 0.0
+            forward_end = kept + emb + head + logits * (p.act_bytes + 8) + \
+                rerun_fixed * spec.total_layers
+        return kept + emb + max(head + loss, rerun), loss, forward_end, kept + emb + rerun
     if setup.checkpointing == "full":
         kept = sum(la.layer_input / sp * n for la, n in layers)
         body = kept + max(la.total(o) for la, _ in layers)  # one layer re-run in backward
@@ -206,11 +220,11 @@ def transformer_train_activations(
         body = sum(la.total(o) * n for la, n in layers)
     if setup.pp > 1:  # 1F1B: the first stage keeps pp micro-batches of its L/pp layers
         first, last = body + emb, body / setup.pp + head + loss
-        return max(first, last), (loss if last > first else 0.0)
+        return max(first, last), (loss if last > first else 0.0), 0.0, 0.0
     # the first layer's backward holds an ffn-wide gradient on top of the activations;
     # only a model without a vocabulary-sized loss (ViT) peaks there
     first = p.act_bytes * b * s * spec.ffn_size * spec.experts_per_token / setup.tp
-    return body + emb + head + max(loss, first), loss
+    return body + emb + head + max(loss, first), loss, 0.0, body + emb + head
 
 
 def _teacher(spec: ModelSpec, p: Precision, wl: Workload, setup: Setup) -> tuple[float, float]:
@@ -305,11 +319,12 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
             host += states.weights
             weights = gathered_bytes(spec, setup)
 
-    loss = act_fixed = 0.0  # act_fixed: in activations but not scaling with the batch
+    # act_fixed: in activations, not scaling with the batch
+    loss = act_fixed = forward_end = after_loss = 0.0
     copies, layer_copies = autocast_weight_copies(spec, p, setup) if train else (0.0, 0.0)
     if train and isinstance(spec, TransformerSpec):
-        activations, loss = transformer_train_activations(spec, p, workload, setup,
-                                                          layer_copies)
+        activations, loss, forward_end, after_loss = transformer_train_activations(
+            spec, p, workload, setup, layer_copies)
     elif train and isinstance(spec, CnnSpec):
         activations = cnn_train_activations(spec, p, workload, setup)
     elif isinstance(spec, TransformerSpec):
@@ -356,25 +371,39 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
     w, g, o, st = round(weights), round(grads), round(optimizer), round(step_temp)
     a, k, h, af = round(activations), round(kv), round(overhead), round(act_fixed)
     gb = min(g, round(grads_bwd))
+    if forward_end:  # no gradient exists yet at the forward's end: the peak is the larger
+        a = max(a, round(forward_end + act_fixed) - gb)
     fixed = w + o + gb + h + af
     scaling = a - af + k
     backward_peak = fixed + scaling
     step_peak = (w + g + o + st + h) if train else 0
+    # the end of backward: every gradient, and the embedding's own as temporaries
+    eb, beyond = embedding_backward(spec, p, setup) if train else (0.0, 0.0)
+    eb = round(eb)
+    end_peak = w + o + h + g + round(beyond) if beyond else 0
+    # the largest weight's gradient, made as a temporary on top of what backward holds
+    fl = round(after_loss + act_fixed + largest_gradient(spec, p, setup)) if after_loss else 0
+    flight_peak = w + o + h + gb + fl if fl else 0
     breakdown = Breakdown(
         parameters=w,
         gradients=g,
         optimizer_states=o + st,
-        activations=a,
+        # at its own peak: the backward's start, or a later moment's temporaries
+        activations=max(a, eb, fl),
         kv_cache=k,
         framework_overhead=h,
     )
-    total = max(backward_peak, step_peak)
+    total = max(backward_peak, step_peak, end_peak, flight_peak)
     phase = (
         "inference"
         if not train
+        else "end of backward"
+        if end_peak > max(step_peak, backward_peak, flight_peak)
         else "optimizer step"
         if step_peak > backward_peak
         else "start of backward"
+        if backward_peak >= flight_peak
+        else "backward"
     )
     eager_acts = eager_total = 0
     if setup.flash_attention and has_attention(spec):
@@ -395,6 +424,9 @@ def estimate(spec: ModelSpec, workload: Workload, setup: Setup | None = None) ->
         else 0.0,
         eager_attention_bytes=eager_acts,
         eager_total_bytes=eager_total,
+        embedding_backward_bytes=eb,
+        in_flight_bytes=fl,
+        backward_start_activations=a,
     )
     est = Estimate(
         model=getattr(spec, "name", "model"),

@@ -151,7 +151,7 @@ def _falcon(cfg: dict[str, Any], name: str) -> FamilySpec:
         dropout=f.fraction(cfg, "hidden_dropout"),
         tied_embeddings=f.flag(cfg, "tie_word_embeddings", True),
         quirks=Quirks(family="falcon", parallel=parallel, layer_norms=min(norms, 2),
-                      rotary=not alibi, eager_only=alibi,
+                      rotary=not alibi, eager_only=alibi, cached_copies=False,
                       attention_dropout=f.fraction(cfg, "attention_dropout")),
     )
 
@@ -206,7 +206,7 @@ def _qwen2_moe(cfg: dict[str, Any], name: str) -> FamilySpec:
     hidden, heads = f.whole(cfg, "hidden_size"), f.whole(cfg, "num_attention_heads")
     _heads_divide(heads, hidden)
     layers = f.whole(cfg, "num_hidden_layers")
-    experts = f.whole(cfg, "num_experts", default=60)
+    experts = f.whole(cfg, "num_experts", "num_local_experts", default=60)
     step = f.whole(cfg, "decoder_sparse_step", default=1)
     dense_only = set(f.whole_list(cfg, "mlp_only_layers", MAX_LAYERS))
     sparse = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
@@ -263,7 +263,8 @@ def _deepseek(cfg: dict[str, Any], name: str) -> FamilySpec:
 
 def _qwen3(cfg: dict[str, Any], name: str) -> FamilySpec:
     heads = f.whole(cfg, "num_attention_heads")
-    experts = f.whole(cfg, "num_experts", default=1)
+    # transformers 5 writes Qwen3-MoE's expert count as ``num_local_experts``
+    experts = f.whole(cfg, "num_experts", "num_local_experts", default=1)
     return FamilySpec(
         name, f.whole(cfg, "num_hidden_layers"), f.whole(cfg, "hidden_size"), heads,
         f.whole(cfg, "vocab_size"),

@@ -54,6 +54,10 @@ class Quirks:
     fp32_softmax: bool = True  # eager softmax in fp32 (``dtype=torch.float32``)
     loss_upcast: bool = True  # the loss on fp32 logits (T5: on the logits' own dtype)
     ffn_dropout: bool = False  # T5: dropout between the MLP's activation and its output
+    # autocast caches a layer's 16-bit weight copies until the forward pass ends where its
+    # matmuls read the weight itself; Falcon's ``input @ weight.T`` reads a view, so each
+    # copy lives only as long as what keeps it
+    cached_copies: bool = True
 
     @property
     def mla(self) -> bool:
@@ -62,10 +66,11 @@ class Quirks:
 
 def t5_quirks(dropout: float) -> Quirks:
     """T5 as transformers runs it: T5LayerNorm, eager attention with a relative position
-    bias, dropout inside the MLP, the loss on the logits in their own dtype."""
+    bias, dropout inside the MLP, the loss on the logits in their own dtype; since
+    transformers 5 the softmax runs in the scores' dtype (4.x upcast it to fp32)."""
     return Quirks(family="t5", norm_style="t5", rotary=False, eager_only=True,
                   loss_upcast=False, ffn_dropout=True, attention_dropout=dropout,
-                  embed_dropout=dropout)
+                  embed_dropout=dropout, fp32_softmax=False)
 
 
 def quirks_of(spec: TransformerSpec) -> Quirks:

@@ -305,9 +305,9 @@ def _trace_output(args: argparse.Namespace, wl: Workload, setup: Setup,
 
     predicted = None
     if est is not None:
-        predicted = {**{c: getattr(est.breakdown, c) for c in TRACE_CATEGORIES},
-                     "optimizer_states": est.detail.optimizer_persistent,
-                     "total": est.total_bytes}
+        from gpuwatch.budget.traced_view import traced_categories
+
+        predicted = traced_categories(est)  # the categories as the tracer counts them
     doc = {"torch_version": torch_version(), "target": trace_target(args),
            "method": "FakeTensorMode + MemTracker on the CPU, two steps; tensors only",
            "traced_bytes": traced, "estimate_bytes": predicted}

@@ -9,17 +9,19 @@ when a trace is asked for); a model comes from a builder the user names:
   that returns an ``nn.Module`` when called with no arguments;
 * ``torchvision:NAME`` / ``timm:NAME`` — a model of those libraries, by its name there;
 * ``transformers:path/to/config.json`` — a Hugging Face model built from its config
-  (``AutoModelForCausalLM.from_config``), when transformers is installed.
+  (``AutoModelForCausalLM.from_config``, or the seq2seq class for an
+  encoder-decoder), when transformers is installed.
 
 The step is the loop Hugging Face's Trainer runs (loss, ``backward()``, ``step()``,
 ``zero_grad(set_to_none=True)``): an image model gets a batch of images and a
 cross-entropy over its outputs (any other output: their mean), a language model token
 ids and the shifted cross-entropy its head computes. Categories match the estimate's:
 parameters (and buffers), gradients and optimizer states after the step (an fp32 master
-counts there), activations at the backward pass's peak (or the end of the forward pass,
-where that is more), and the step's total. Like the estimate without framework overhead,
-it counts tensors only: no CUDA context, workspaces or allocator rounding; and CPU kernels
-stand in for CUDA's (attention falls back to the math path on the CPU).
+counts there), activations at their own peak over the forward and backward passes
+(saved tensors and temporaries, the loss's gradients included), and the step's total.
+Like the estimate without framework overhead, it counts tensors only: no CUDA context,
+workspaces or allocator rounding; and CPU kernels stand in for CUDA's (attention falls
+back to the math path on the CPU).
 """
 
 from __future__ import annotations
@@ -112,7 +114,9 @@ def _transformers_builder(config_path: str) -> Callable[[], Any]:
                          "transformers (pip install transformers); or give --trace-model "
                          "FILE.py:callable.") from None
     cfg = transformers.AutoConfig.from_pretrained(config_path)
-    return lambda: transformers.AutoModelForCausalLM.from_config(cfg)
+    auto = (transformers.AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False)
+            else transformers.AutoModelForCausalLM)  # T5 and its kind: the seq2seq head
+    return lambda: auto.from_config(cfg)
 
 
 def builder_for(target: str) -> Callable[[], Any]:

@@ -18,6 +18,24 @@ DTYPE = {"fp32": torch.float32, "amp-bf16": torch.float32, "amp-fp16": torch.flo
          "fp16": torch.float16}
 
 
+class _Tracker(MemTracker):
+    """``MemTracker`` that also keeps the peak of activations and temporaries while
+    ``watching`` (one step's forward and backward passes). A module's own backward peak
+    is the moment of its total peak, not of its activations, and is lost where the
+    model's hooks confuse the module hierarchy (transformers 5's output capture does)."""
+
+    watching = False
+    activation_peak = 0
+
+    def _update_peak_stats(self, peak_state: Any) -> None:
+        super()._update_peak_stats(peak_state)
+        if self.watching:
+            for snap in self._curr_mem_snap.values():
+                now = sum(v for k, v in snap.items()
+                          if getattr(k, "value", k) in ("Activation", "Temp"))
+                self.activation_peak = max(self.activation_peak, now)
+
+
 def _sum(snap: dict, *names: str) -> int:
     dev = next(iter(snap))
     return sum(v for k, v in snap[dev].items() if getattr(k, "value", k) in names)
@@ -135,16 +153,17 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
         mixed = req.precision.startswith("mixed")
         masters = [nn.Parameter(p.detach().float()) for p in trainable] if mixed else []
         opts = _optimizers(req.optimizer, masters or trainable, mixed)
-        mt = MemTracker()
+        mt = _Tracker()
         mt.track_external(step, *opts, *masters)
         amp = req.precision.startswith("amp")
         half = torch.float16 if req.precision.endswith("fp16") else torch.bfloat16
         with mt:
             for i in range(2):
+                mt.watching = i == 1
                 with torch.autocast("cpu", dtype=half, enabled=amp), CudaAutocastOps():
                     loss = step(x, y)
-                after_forward = mt.get_tracker_snapshot("current")
                 loss.backward()
+                mt.watching = False
                 if masters:
                     for p, m, opt in zip(trainable, masters, opts, strict=True):
                         assert p.grad is not None     # every trainable weight has one
@@ -165,14 +184,11 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
                 if i == 0:
                     mt.reset_mod_stats()
         peak = mt.get_tracker_snapshot("peak")
-        snaps = mt.memory_tracking[step].snapshots
-        bw = snaps[next(k for k in snaps if k.value == "Peak-Backward")][-1]
     return {
         "parameters": _sum(peak, "Parameter", "Buffer"),
         "gradients": _sum(after_step, "Gradient"),
         "optimizer_states": _sum(after_step, "Optstate", "Other"),
-        "activations": max(_sum(bw, "Activation", "Temp"),
-                           _sum(after_forward, "Activation", "Temp")),
+        "activations": mt.activation_peak,
         "kv_cache": 0,
         "total": _sum(peak, "Total"),
     }
