@@ -92,7 +92,7 @@ def test_scrolled_curves_follow_resize_range_units_theme_and_highlight(plots) ->
     p.set_units("si")                          # the y scale changes
     scroll(window, 710, 3)
     assert_same(grab(p), fresh(p))
-    p._fit_memory(None)
+    p.scales.fit_memory(None)
     p.memory.setYRange(0, 200, padding=0)      # any other y range
     assert_same(grab(p), fresh(p))
     p.set_highlight(3)                         # a wide line on top, its band

@@ -168,18 +168,28 @@ class TimePlot(pg.PlotWidget):
 
 MEMORY_TITLE = "Memory used per GPU"
 BANDWIDTH_TITLE = "Estimated memory bandwidth per GPU (busy % × peak)"
+MEASURED_TITLE = "Measured memory bandwidth per GPU (DRAM active % × peak)"
 
 
-def plot_titles(focus: int | None, bandwidth_unknown: bool) -> tuple[str, str]:
-    """The memory and bandwidth plots' titles: which GPUs they show, and (an empty state)
-    a bandwidth that cannot be estimated because NVML gives no bus width or clock for
-    its peak."""
+def plot_titles(focus: int | None, bandwidth_unknown: bool, measured: tuple[int, ...] = (),
+                shown: int = 0) -> tuple[str, str]:
+    """The memory and bandwidth plots' titles: which GPUs they show, whether bandwidth is
+    measured (by the GPU's performance monitor, GPM; ``measured`` lists those GPUs
+    among the ``shown``) or estimated, and (an empty state) a bandwidth that cannot be
+    estimated because NVML gives no bus width or clock for its peak."""
     memory = MEMORY_TITLE if focus is None else f"Memory used · GPU {focus} only"
+    every = bool(measured) and (focus is not None or len(measured) >= shown)
     if bandwidth_unknown:
         bandwidth = ("Memory bandwidth unknown: NVML gives no peak" if focus is None else
                      f"Memory bandwidth unknown for GPU {focus}: no peak")
-    elif focus is None:
-        bandwidth = BANDWIDTH_TITLE
+    elif focus is not None:
+        kind = "Measured" if focus in measured else "Estimated"
+        bandwidth = f"{kind} memory bandwidth · GPU {focus} only"
+    elif every:
+        bandwidth = MEASURED_TITLE
+    elif measured:
+        gpus = ", ".join(str(i) for i in measured)
+        bandwidth = f"Memory bandwidth per GPU: measured on GPU {gpus}, else estimated"
     else:
-        bandwidth = f"Estimated memory bandwidth · GPU {focus} only"
+        bandwidth = BANDWIDTH_TITLE
     return memory, bandwidth
