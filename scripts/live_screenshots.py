@@ -12,7 +12,7 @@ paths). One X server at a time, ended after each shot.
 Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox`).
 Run: .venv/bin/python scripts/live_screenshots.py [--scenarios a,b|path.toml] [--sizes 1280x800]
      [--themes light,dark] [--wait 20] [--at 0.6] [--suffix -after] [--out docs/screenshots/live]
-     [--colors 256]
+     [--colors 256] [--fill]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def scenarios(extra: list[str] = ()) -> dict[str, float]:  # type: ignore[assign
 
 def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
          out: Path, display: int, at: float = 0.6, suffix: str = "",
-         colors: int = 0) -> Path:
+         colors: int = 0, fill: bool = False) -> Path:
     width, height = size.split("x")
     path = out / f"{Path(scenario).stem}-{theme}-{size}{suffix}.png"
     scale = max(1.0, at * duration_s / wait_s)
@@ -66,7 +66,15 @@ def shot(scenario: str, duration_s: float, theme: str, size: str, wait_s: float,
                                     "--theme", theme, "--time-scale", f"{scale:g}"],
                                    env=env, cwd=REPO, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-            time.sleep(wait_s)
+            if fill and shutil.which("xdotool"):     # as a user maximises it
+                time.sleep(min(wait_s / 2, 8.0))
+                subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name",
+                                "^gpuwatch$", "windowmove", "0", "0", "windowsize", "100%",
+                                "100%"], env=env, timeout=30, check=False,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(wait_s - min(wait_s / 2, 8.0))
+            else:
+                time.sleep(wait_s)
             if app.poll() is not None:
                 raise SystemExit(f"{scenario}: the window ended early (exit {app.returncode})")
             reduce = ["-colors", str(colors)] if colors else []
@@ -99,6 +107,9 @@ def main() -> None:
     parser.add_argument("--suffix", default="", help="added to each file's name")
     parser.add_argument("--colors", type=int, default=0, metavar="N",
                         help="reduce each PNG to N colours (smaller files)")
+    parser.add_argument("--fill", action="store_true",
+                        help="resize the window to the whole screen before the grab "
+                             "(xdotool), as a user maximises it")
     args = parser.parse_args()
     for tool in ("Xvfb", "import"):
         if shutil.which(tool) is None:
@@ -112,7 +123,7 @@ def main() -> None:
         plan += [(SMALL[0], t, SMALL[1]) for t in args.themes.split(",")]
     for i, (name, theme, size) in enumerate(plan, 1):
         path = shot(name, known[name], theme, size, args.wait, args.out, args.display,
-                    args.at, args.suffix, args.colors)
+                    args.at, args.suffix, args.colors, args.fill)
         print(f"[{i}/{len(plan)}] {path}", flush=True)
 
 

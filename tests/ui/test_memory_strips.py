@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication
 
 from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.memory_strips import column_peaks
+from gpuwatch.ui.widgets.memory_strips import MIN_ROW, column_peaks
 from tests.ui.conftest import feed
 
 DDP_RANK_OOM = str(Path(__file__).parent / "scenarios" / "ddp-rank-oom.toml")
@@ -42,7 +42,7 @@ def test_eight_gpus_are_rows_with_the_endangered_one_outlined_at_1024x640(
     row = strips.row_rect(6)
     # the row is whole inside the visible part of the widget, and tall enough to read
     assert strips.visibleRegion().boundingRect().contains(row)
-    assert row.height() >= 12
+    assert row.height() >= MIN_ROW
     rows = [strips.row_rect(i) for i in range(8)]
     assert all(a.bottom() < b.top() for a, b in itertools.pairwise(rows))   # none overlaps
     image = strips.grab().toImage()

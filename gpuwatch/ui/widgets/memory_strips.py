@@ -27,8 +27,8 @@ from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.plot_parts import ring_slice
 
 TITLE = "Memory used per GPU · share of its capacity"
-ROW_GAP = 3          # px between rows
-MIN_ROW = 12         # px: below this the rows would be lines again
+ROW_GAP = 3          # px between rows (1 where rows are short)
+MIN_ROW = 10         # px: below this the rows would be lines again
 FILL_SHARE = 0.45    # the fill's share of its colour over the plot background
 
 
@@ -106,6 +106,8 @@ class MemoryStrips(QWidget):
                  left_px: int, right_px: int) -> None:
         """Show GPUs ``indices`` over [x0, x1], whose columns span the widget from
         ``left_px`` to ``right_px`` from its right edge (the bandwidth plot's view)."""
+        if len(indices) != len(self.indices):
+            self.setMinimumHeight(self.min_height(len(indices)))
         self.indices = indices
         self.x_range = (x0, x1)
         self.span = (left_px, right_px)
@@ -135,6 +137,14 @@ class MemoryStrips(QWidget):
     def _title_height(self) -> int:
         return QFontMetrics(self.font()).height() + 4
 
+    def min_height(self, rows: int) -> int:
+        """Room for the title and ``rows`` rows of MIN_ROW (short rows: 1 px apart)."""
+        return self._title_height() + rows * MIN_ROW + max(0, rows - 1)
+
+    def _gap(self, rows: int) -> int:
+        room = self.height() - self._title_height()
+        return ROW_GAP if room >= rows * (MIN_ROW + 4) + (rows - 1) * ROW_GAP else 1
+
     def row_rect(self, index: int) -> QRect:
         """Where GPU ``index``'s columns are drawn (empty if it has no row)."""
         if index not in self.indices:
@@ -142,14 +152,15 @@ class MemoryStrips(QWidget):
         n = len(self.indices)
         top = self._title_height()
         left, right = self.span
-        height = max(MIN_ROW, (self.height() - top - ROW_GAP * (n - 1)) // n)
-        y = top + self.indices.index(index) * (height + ROW_GAP)
+        gap = self._gap(n)
+        height = max(MIN_ROW, (self.height() - top - gap * (n - 1)) // n)
+        y = top + self.indices.index(index) * (height + gap)
         return QRect(left, y, max(1, self.width() - left - right), height)
 
     def index_at(self, pos: QPoint) -> int | None:
         for index in self.indices:
             rect = self.row_rect(index)
-            if rect.top() <= pos.y() <= rect.bottom() + ROW_GAP:
+            if rect.top() <= pos.y() <= rect.bottom() + self._gap(len(self.indices)):
                 return index
         return None
 

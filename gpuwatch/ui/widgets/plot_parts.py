@@ -168,7 +168,7 @@ class TimePlot(pg.PlotWidget):
 
 MEMORY_TITLE = "Memory used per GPU"
 BANDWIDTH_TITLE = "Estimated memory bandwidth per GPU (busy % × peak)"
-MEASURED_TITLE = "Measured memory bandwidth per GPU (DRAM active % × peak)"
+MEASURED_TITLE = "Measured memory bandwidth per GPU (GPM)"
 
 
 def plot_titles(focus: int | None, bandwidth_unknown: bool, measured: tuple[int, ...] = (),
