@@ -54,6 +54,9 @@ def test_eight_gpus_are_rows_with_the_endangered_one_outlined_at_1024x640(
     # its columns read amber or red: fuller than the warning threshold at the end
     newest = image.pixelColor(row.right() - 60, row.bottom() - 1)
     assert newest != image.pixelColor(other.right() - 60, other.bottom() - 1)
+    strips.set_alert(6, critical=False)            # a warning: the frame is amber
+    image = strips.grab().toImage()
+    assert image.pixelColor(row.center().x(), row.top() - 1) == QColor(theme.colors().warning)
 
 
 def test_rows_share_the_bandwidth_plots_time_axis(make_window, scenario, qtbot) -> None:

@@ -7,7 +7,7 @@ each GPU gets a row of its own, filled up to its share of its *own* capacity (th
 of each pixel column, so a one-second spike stays), in its line colour below the
 warning threshold, amber from it and red from the critical one: a climbing rank reads
 as the one row that is full and red. The endangered GPU's row is outlined in the
-critical colour with its label in bold; rows keep GPU order so a GPU does not move.
+critical (or warning) colour with its label in bold; rows keep GPU order so a GPU does not move.
 Columns share the time axis of the bandwidth plot below (the window hands over the
 view's time range and pixel span), and a row is a numpy-made image blitted once.
 """
@@ -34,10 +34,10 @@ FILL_SHARE = 0.45    # the fill's share of its colour over the plot background
 
 def column_peaks(t: np.ndarray, share: np.ndarray, x0: float, x1: float,
                  columns: int) -> np.ndarray:
-    """The largest ``share`` in each of ``columns`` equal time slices of [x0, x1), NaN
-    where a slice has no known sample; a slice with no sample between two known ones
-    (a window of more columns than samples) takes the value before it, as a step line
-    would."""
+    """The largest ``share`` in each of ``columns`` equal time slices of [x0, x1) (``t``
+    ascending, as a ring holds it), NaN where a slice has no known sample; a slice with
+    no sample between two known ones (a window of more columns than samples) takes the
+    value before it, as a step line would."""
     out = np.full(columns, np.nan)
     if columns <= 0 or not len(t) or x1 <= x0:
         return out
@@ -45,12 +45,13 @@ def column_peaks(t: np.ndarray, share: np.ndarray, x0: float, x1: float,
     inside = (col >= 0) & (col < columns)
     if not inside.any():
         return out
-    known = inside & np.isfinite(share)
-    np.fmax.at(out, col[known], share[known])
+    cols, shares = col[inside], share[inside]      # in time order: columns ascend
+    starts = np.flatnonzero(np.concatenate(([True], cols[1:] != cols[:-1])))
+    out[cols[starts]] = np.fmax.reduceat(shares, starts)    # NaN only where all are
     # Step across empty columns from the last sample before them (known or not: after a
     # sample read as unknown the row stays empty), and from a sample just before x0.
     seen = np.zeros(columns, dtype=bool)
-    seen[col[inside]] = True
+    seen[cols] = True
     idx = np.where(seen, np.arange(columns), -1)
     np.maximum.accumulate(idx, out=idx)
     before = share[col < 0]
@@ -81,6 +82,7 @@ class MemoryStrips(QWidget):
         self.history = history
         self.indices: tuple[int, ...] = ()
         self.alert: int | None = None
+        self.alert_critical = True
         self.highlight: int | None = None
         self.thresholds = (85.0, 95.0)      # warning and critical, % used
         self.units: UnitSystem = "iec"
@@ -113,9 +115,10 @@ class MemoryStrips(QWidget):
         self.span = (left_px, right_px)
         self.update()
 
-    def set_alert(self, index: int | None) -> None:
-        if index != self.alert:
-            self.alert = index
+    def set_alert(self, index: int | None, critical: bool = True) -> None:
+        """Outline GPU ``index``'s row (None: none) in the critical or warning colour."""
+        if (index, critical) != (self.alert, self.alert_critical):
+            self.alert, self.alert_critical = index, critical
             self.update()
 
     def set_highlight(self, index: int | None) -> None:
@@ -237,7 +240,8 @@ class MemoryStrips(QWidget):
         fm = p.fontMetrics()
         names = (f"GPU {index}", f"{index}")
         name = next((n for n in names if fm.horizontalAdvance(n) <= rect.left() - 6), names[1])
-        p.setPen(QColor(c.critical) if alert else QColor(c.plot_fg))
+        danger = QColor(c.critical if self.alert_critical else c.warning)
+        p.setPen(danger if alert else QColor(c.plot_fg))
         p.drawText(QRect(0, rect.top(), rect.left() - 4, rect.height()),
                    Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, name)
         if percent is not None and rect.height() >= fm.height() - 2:
@@ -249,7 +253,7 @@ class MemoryStrips(QWidget):
             p.setPen(color)
             p.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
         if alert or lit:
-            pen = QPen(QColor(c.critical if alert else c.plot_fg), 2)
+            pen = QPen(danger if alert else QColor(c.plot_fg), 2)
             p.setPen(pen)
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(rect.adjusted(-1, -1, 0, 0))

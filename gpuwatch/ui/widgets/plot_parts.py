@@ -24,6 +24,15 @@ def byte_unit(units: UnitSystem) -> tuple[str, int]:
     return ("GB", SIZE_UNITS["GB"]) if units == "si" else ("GiB", SIZE_UNITS["GIB"])
 
 
+def window_rows(ring: Ring, x0: float, x1: float, names: tuple[str, ...]
+                ) -> dict[str, np.ndarray]:
+    """The ring's rows from ``x0`` to ``x1`` (views, no copy where they lie in one piece:
+    a 24 h window is 86,400 rows per GPU)."""
+    rows = ring.since(x0, ("timestamp_s", *names))
+    end = int(np.searchsorted(rows["timestamp_s"], x1, side="right"))
+    return {name: rows[name][:end] for name in names}
+
+
 def ring_slice(ring: Ring, column: str, x0: float, x1: float,
                scale: float) -> tuple[np.ndarray, np.ndarray]:
     """(t, y/scale) of ``column`` over [x0, x1] (one sample either side), reading only the

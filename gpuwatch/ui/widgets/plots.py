@@ -46,6 +46,7 @@ from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the
     ring_curve,
     ring_slice,
     settle,
+    window_rows,
 )
 from gpuwatch.ui.widgets.plot_ranges import bounds
 from gpuwatch.ui.widgets.plot_scales import PlotScales, one_per_label  # noqa: F401
@@ -57,15 +58,6 @@ STRIPS_FROM = 3        # GPUs shown from which memory is a row per GPU, not line
 WAITING = "Waiting for the first sample…"
 BW_COLUMN = "estimated_bandwidth_bytes_per_s"
 MEASURED_COLUMN = "measured_bandwidth_bytes_per_s"
-
-
-def window_rows(ring: Ring, x0: float, x1: float, names: tuple[str, ...]
-                ) -> dict[str, np.ndarray]:
-    """The ring's rows from ``x0`` to ``x1`` (views, no copy where they lie in one piece:
-    a 24 h window is 86,400 rows per GPU)."""
-    rows = ring.since(x0, ("timestamp_s", *names))
-    end = int(np.searchsorted(rows["timestamp_s"], x1, side="right"))
-    return {name: rows[name][:end] for name in names}
 
 
 class TimePlots(QWidget):
@@ -196,15 +188,15 @@ class TimePlots(QWidget):
             series.band = series.mean and (series.index in (index, self.focus) or not many)
         self._set_layers()
 
-    def set_alert(self, index: int | None) -> None:
+    def set_alert(self, index: int | None, critical: bool = True) -> None:
         """The GPU in the worst danger (None: none): with several GPUs its lines are
-        drawn wide and on top while no other is hovered, and its memory row outlined,
-        so a critical GPU never hides in a bundle of eight lines at the same level."""
-        if index == self.alert:
-            return
-        self.alert = index
-        self.strips.set_alert(index)
-        self._set_layers()
+        drawn wide and on top while no other is hovered, and its memory row outlined
+        (red if ``critical``, else amber), so an endangered GPU never hides in a bundle
+        of eight lines at the same level."""
+        self.strips.set_alert(index, critical)
+        if index != self.alert:
+            self.alert = index
+            self._set_layers()
 
     def set_thresholds(self, warning_percent: float, critical_percent: float) -> None:
         """Where the memory rows turn amber and red (the cards' thresholds)."""
@@ -243,7 +235,7 @@ class TimePlots(QWidget):
         self.scales.drop_lines()
         self.refresh(force=True)
 
-    _capacity_lines = property(lambda self: self.capacity_marks.lines)
+    _capacity_lines = property(lambda self: self.capacity_marks.lines)  # for tests
     _peak_lines = property(lambda self: self.peak_marks.lines)
 
     def _user_moved(self, *_: object) -> None:
@@ -253,13 +245,11 @@ class TimePlots(QWidget):
     # memory as rows ------------------------------------------------------------------
     @property
     def time_plot(self) -> TimePlot:
-        """The plot whose time range the others follow: memory's, or bandwidth's while
-        memory is drawn as rows."""
+        """The plot the others follow in time: bandwidth's while memory is rows."""
         return self.bandwidth if self.strips_shown else self.memory
 
     def _show_strips(self, on: bool) -> None:
-        """Memory as a row per GPU (``on``) or as lines; the bandwidth plot leads the
-        time range while the memory plot is hidden."""
+        """Memory as a row per GPU (``on``; the bandwidth plot leads) or as lines."""
         (x0, x1), _ = self.time_plot.getViewBox().viewRange()
         self.strips_shown = on
         self.memory.setVisible(not on)
