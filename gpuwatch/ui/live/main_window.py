@@ -143,7 +143,7 @@ class MainWindow(QMainWindow):
                                  self.budget)
         self.state.restore()
         self._table_rows = -1               # the rows the table was last fitted to
-        self._cards_fitted = -1             # the cards' height last fitted to
+        self._sparks: tuple[int, ...] = ()  # the cards' sparkline heights when last fitted
         self.apply_preferences(self.prefs, initial=True)
         self.processes.fit_columns(keep_widths=settings.state("process_header") is not None)
 
@@ -204,8 +204,8 @@ class MainWindow(QMainWindow):
         self.probe_overlays = probe_view.probe_overlays(snap, probes, self.overlays)
         relaid = self._update_cards(snap, probes)
         relaid = self.cards.set_warnings(snap.warnings) or relaid   # e.g. no GPUs at all
-        if (relaid or self._cards_need() != self._cards_fitted) and \
-                not self.state.user_split("main"):
+        sparks = tuple(card.spark.height() for card in self.cards.cards.values())
+        if (relaid or sparks != self._sparks) and not self.state.user_split("main"):
             self.fit_cards()
         self.processes.model.set_budgets({  # the source's (a gpuwatch exporter's links)
             **{(b.gpu_index, b.pid): b.peak_bytes for b in snap.budget_peaks},
@@ -222,8 +222,9 @@ class MainWindow(QMainWindow):
         self.set_sampling_state(self.sampling_state)
 
     def _cards_need(self) -> int:
-        """The cards' height for up to two rows as they are now (a wide card's line is
-        taller once the card has its width)."""
+        """The cards' height for up to two rows as they are now (a wide card's sparkline
+        is taller once the card has its width: the cards are fitted again when it grows,
+        not on every sample, whose texts move a card's size hint by a pixel or two)."""
         n = len(self.cards.cards)
         rows = min(2, -(-n // columns_for(n))) if n else 0
         return max(self.cards.preferred_height(), self.cards.height_for_rows(rows) if n else 0)
@@ -233,7 +234,8 @@ class MainWindow(QMainWindow):
         splitter), leaving the plots and tabs at least their minimum."""
         total = sum(self.main.sizes())
         below = self.bottom.minimumSizeHint().height()
-        self._cards_fitted = need = self._cards_need()
+        self._sparks = tuple(card.spark.height() for card in self.cards.cards.values())
+        need = self._cards_need()
         want = max(self.cards.minimumHeight(), min(need, total - below))
         self.main.setSizes([want, max(below, total - want)])
 

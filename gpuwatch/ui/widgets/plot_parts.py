@@ -17,6 +17,7 @@ from gpuwatch.core.units import SIZE_UNITS, UnitSystem
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
 from gpuwatch.ui.widgets.decimate import minmax_decimate, window_slice
+from gpuwatch.ui.widgets.plot_items import lost_spans
 from gpuwatch.ui.widgets.plot_ranges import bounds
 
 
@@ -53,6 +54,14 @@ def ring_slice(ring: Ring, column: str, x0: float, x1: float,
         need = n
     sl = window_slice(t, x0, x1)
     return t[sl], ring.column(column, last=need)[sl] / scale
+
+
+def ring_lost(ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
+    """The spans of [x0, x1] in which the GPU of ``ring`` was lost (every figure unknown)."""
+    t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
+    _, used = ring_slice(ring, "used_bytes", x0, x1, 1.0)
+    _, bandwidth = ring_slice(ring, "estimated_bandwidth_bytes_per_s", x0, x1, 1.0)
+    return lost_spans(t, total, bandwidth, used)
 
 
 def ring_curve(ring: Ring, column: str, x0: float, x1: float, pixels: int,

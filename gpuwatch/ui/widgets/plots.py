@@ -25,14 +25,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from gpuwatch.core.history import History, Ring
+from gpuwatch.core.history import History
 from gpuwatch.core.units import UnitSystem
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.curve_canvas import PlotCanvases, aligned_range, plot_columns
 from gpuwatch.ui.widgets.gpu_legend import GpuLegend
 from gpuwatch.ui.widgets.memory_strips import MemoryStrips
 from gpuwatch.ui.widgets.plot_controls import WINDOW_LABELS, PlotControls  # noqa: F401
-from gpuwatch.ui.widgets.plot_items import SpanItem, lost_spans, nearest_line
+from gpuwatch.ui.widgets.plot_items import SpanItem, nearest_line
 from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the plots' users
     BANDWIDTH_TITLE,
     MEMORY_TITLE,
@@ -44,6 +44,7 @@ from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the
     quiet_hidden_axes,
     restyle_plot,
     ring_curve,
+    ring_lost,
     ring_slice,
     settle,
     window_rows,
@@ -114,6 +115,7 @@ class TimePlots(QWidget):
         bw_view.sigResized.connect(lambda *_: self.scales.fit_bandwidth())
         bw_view.sigResized.connect(lambda *_: self._follow_strips())
         bw_view.sigXRangeChanged.connect(lambda *_: self._follow_strips())
+        self.memory.getViewBox().sigXRangeChanged.connect(lambda *_: self._follow_memory())
         # Until the first sample: the last minutes of the clock, zero to one unit up.
         now = time.time()
         for plot in (self.memory, self.bandwidth):
@@ -259,6 +261,15 @@ class TimePlots(QWidget):
         self.time_plot.setXRange(x0, x1, padding=0)
         self._setting_range = False
 
+    def _follow_memory(self) -> None:
+        """While memory is rows, a time range set on the hidden memory plot (a replay's
+        cursor) moves the bandwidth plot, as the link would."""
+        if self.strips_shown and not self._setting_range:
+            (x0, x1), _ = self.memory.getViewBox().viewRange()
+            self._setting_range = True
+            self.bandwidth.setXRange(x0, x1, padding=0)
+            self._setting_range = False
+
     def _follow_strips(self) -> None:
         """The rows take the bandwidth view's time range and pixel span."""
         if not self.strips_shown:
@@ -340,7 +351,7 @@ class TimePlots(QWidget):
             if len(values):
                 bw_high = np.fmax(bw_high, np.fmax.reduce(values))
             if np.isnan(np.add.reduce(rows["total_bytes"])):     # lost for a while
-                spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
+                spans += [(a, b, f"GPU {index} lost") for a, b in ring_lost(ring, x0, x1)]
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
@@ -374,12 +385,6 @@ class TimePlots(QWidget):
         self._follow_strips()
         settle(self.memory)
         settle(self.bandwidth)
-
-    def _lost(self, ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
-        t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
-        _, used = ring_slice(ring, "used_bytes", x0, x1, 1.0)
-        _, bandwidth = ring_slice(ring, BW_COLUMN, x0, x1, 1.0)
-        return lost_spans(t, total, bandwidth, used)
 
     @staticmethod
     def _series(series: dict[int, Series], index: int, column: str) -> Series:
