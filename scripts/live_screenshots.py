@@ -17,7 +17,7 @@ instead (see :mod:`cluster_view`).
 Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox xdotool`).
 Run: .venv/bin/python scripts/live_screenshots.py [--scenarios a,b|path.toml] [--sizes 1280x800]
      [--themes light,dark] [--wait 20] [--at 0.6] [--suffix -after] [--out docs/screenshots/live]
-     [--colors 256] [--keys "ctrl+3"] [--name advisor] [--cluster]
+     [--colors 256] [--keys "ctrl+3"] [--name advisor] [--cluster] [--fill]
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def demo(scenario: str, duration_s: float, wait_s: float, at: float) -> Source:
 
 def shot(source: Source, name: str, theme: str, size: str, wait_s: float,
          out: Path, display: int, suffix: str = "", colors: int = 0,
-         keys: tuple[str, ...] = ()) -> Path:
+         keys: tuple[str, ...] = (), fill: bool = False) -> Path:
     width, height = size.split("x")
     path = out / f"{name}-{theme}-{size}{suffix}.png"
     with tempfile.TemporaryDirectory() as home:
@@ -91,6 +91,11 @@ def shot(source: Source, name: str, theme: str, size: str, wait_s: float,
                                        stdout=subprocess.DEVNULL, stderr=log)
                 time.sleep(wait_s / 2)
                 halfway()
+                if fill:        # as a user maximises it
+                    subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name",
+                                    "^gpuwatch$", "windowmove", "0", "0", "windowsize",
+                                    "100%", "100%"], env=env, timeout=30, check=False,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(wait_s / 2)
                 for key in keys:
                     subprocess.run(["xdotool", "key", "--clearmodifiers", key], env=env,
@@ -136,9 +141,12 @@ def main() -> None:
     parser.add_argument("--cluster", action="store_true",
                         help="the Prometheus cluster view of two demo hosts, one of which "
                              "goes down halfway (needs prometheus)")
+    parser.add_argument("--fill", action="store_true",
+                        help="resize the window to the whole screen before the grab "
+                             "(xdotool), as a user maximises it")
     args = parser.parse_args()
     keys = tuple(args.keys.split())
-    for tool in ("Xvfb", "import", *(("xdotool",) if keys else ())):
+    for tool in ("Xvfb", "import", *(("xdotool",) if keys or args.fill else ())):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is needed: apt install xvfb imagemagick xdotool")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -161,7 +169,7 @@ def main() -> None:
     for i, (name, theme, size) in enumerate(plan, 1):
         label = f"{name}-{args.name}" if args.name else name
         path = shot(sources[name], label, theme, size, args.wait, args.out, args.display,
-                    args.suffix, args.colors, keys)
+                    args.suffix, args.colors, keys, args.fill)
         print(f"[{i}/{len(plan)}] {path}", flush=True)
 
 

@@ -39,6 +39,8 @@ GPU_COLUMNS: Mapping[str, type] = {
     "pcie_rx_bytes_per_s": np.float32,
     "temperature_c": np.float32,
     "power_w": np.float32,
+    # measured by the GPU's performance monitor (GPM), NaN where it has none
+    "measured_bandwidth_bytes_per_s": np.float32,
 }
 __all__ = ["DAY_AT_1HZ", "GPU_COLUMNS", "HOUR_AT_1HZ", "PROCESS_COLUMNS", "GpuRun", "History",
            "ProcessRuns", "Ring"]
@@ -49,7 +51,7 @@ def _gpu_row(timestamp_s: float, g: GpuSample) -> tuple[float | None, ...]:
     m = g.memory
     return (timestamp_s, m.used_bytes, m.reserved_bytes, m.total_bytes, g.gpu_util_percent,
             g.memory_busy_percent, g.estimated_bandwidth_bytes_per_s, g.pcie_tx_bytes_per_s,
-            g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w)
+            g.pcie_rx_bytes_per_s, g.temperature_c, g.power_w, g.measured_bandwidth_bytes_per_s)
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QFontMetricsF, QImage, QStandardItemModel
 from PySide6.QtWidgets import QApplication, QTableView
 
-from gpuwatch.ui.live import main_window as main_window_module
+from gpuwatch.ui.live import window_layout
 from gpuwatch.ui.live.advisor_panel import HintView
 from gpuwatch.ui.live.budget_adapter import BudgetRequest, predict
 from gpuwatch.ui.live.process_model import MEMORY
@@ -242,9 +242,9 @@ def test_a_first_start_fits_the_screen(monkeypatch) -> None:
         def platformName() -> str:
             return "xcb"
 
-    monkeypatch.setattr(main_window_module, "QGuiApplication", Gui)
-    size = main_window_module.default_size()
-    assert size.width() <= 1024 and size.height() <= 600 - main_window_module.TITLE_BAR
+    monkeypatch.setattr(window_layout, "QGuiApplication", Gui)
+    size = window_layout.default_size()
+    assert size.width() <= 1024 and size.height() <= 600 - window_layout.TITLE_BAR
 
 
 def test_a_screenshot_run_prints_no_offscreen_plugin_noise(tmp_path: Path) -> None:
@@ -299,17 +299,33 @@ def test_the_budget_tab_at_1280x800_shows_link_and_plain_savings(make_window, sc
     assert saves and not any(s.startswith(("−", "-")) for s in saves)
 
 
-def test_a_wide_window_gives_the_plots_what_the_table_does_not_need(make_window, scenario,
-                                                                    qtbot) -> None:
-    """At 1920 px the table keeps its columns whole and the plots take the rest (more
-    than a third); at the default 1500 px the split is the table's two thirds."""
+def test_a_wide_window_gives_the_plots_the_larger_part(make_window, scenario, qtbot) -> None:
+    """At 1920 px the plots take more than 60 % of the width, the card's sparkline is
+    tall enough to read and the card whole, the table keeps its columns
+    up to the budget whole (the name carries the script; the rest scrolls), and the
+    table with one process is not stretched over empty space: the selected process's
+    plot takes the height. At 1280 px the table keeps every column up to Running whole."""
+    from gpuwatch.ui.live.process_texts import BUDGET, CONTAINER
+
     window = make_window()
     window.resize(1920, 1050)
     with qtbot.waitExposed(window):
         window.show()
     feed(window, scenario("oom-ramp"), [300])
     settle(qtbot, window)
-    plots, tabs = window.bottom.sizes()
-    assert plots > (plots + tabs) / 3 + 40
-    need = sum(window.processes.default_widths())
-    assert tabs >= need
+    tabs = window.bottom.sizes()[1]
+    assert window.plots.width() > 0.6 * window.width()
+    widths = window.processes.default_widths()
+    assert tabs >= sum(widths[:BUDGET + 1])
+    table, detail = window.processes.splitter.sizes()
+    assert detail > table                        # one row: the plot below has the room
+    feed(window, scenario("oom-ramp"), [301])    # (the card has its width by now)
+    settle(qtbot, window)
+    card = window.cards.cards[0]
+    assert card.spark.height() >= 36 and card.spark.width() > 400      # legible, not a hair
+    assert window.cards.verticalScrollBar().maximum() == 0              # the card whole
+    assert window.processes.table.height() >= 4 * window.processes.table.rowHeight(0)
+    window.resize(1280, 800)
+    settle(qtbot, window)
+    tabs = window.bottom.sizes()[1]
+    assert tabs >= sum(widths[:CONTAINER])

@@ -15,7 +15,8 @@ from gpuwatch.ui.live.process_table import PADDING, SWATCH
 from gpuwatch.ui.live.text_lines import Run, TextLines, forget_texts
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import FastDateAxis, fast_axes
-from gpuwatch.ui.widgets.plots import StickyRange, WindowCurve, bounds
+from gpuwatch.ui.widgets.plot_parts import WindowCurve
+from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds
 
 
 def _plot(qtbot, x0: float, x1: float) -> pg.PlotWidget:

@@ -92,7 +92,7 @@ def test_scrolled_curves_follow_resize_range_units_theme_and_highlight(plots) ->
     p.set_units("si")                          # the y scale changes
     scroll(window, 710, 3)
     assert_same(grab(p), fresh(p))
-    p._fit_memory(None)
+    p.scales.fit_memory(None)
     p.memory.setYRange(0, 200, padding=0)      # any other y range
     assert_same(grab(p), fresh(p))
     p.set_highlight(3)                         # a wide line on top, its band
@@ -115,11 +115,12 @@ def test_a_paused_plot_dragged_by_whole_pixels_keeps_its_tiles(plots) -> None:
     p.set_live(False)
     grab(p)
     grab(p)                       # the layout settled (the legend came with the samples)
-    vb = p.memory.getViewBox()
+    shown = p.time_plot                   # bandwidth's while memory is rows (many GPUs)
+    vb = shown.getViewBox()
     (x0, x1), _ = vb.viewRange()
     per_px = (x1 - x0) / vb.width()
     before = sum(c.tiles_rendered for c in p.canvases)
-    p.memory.setXRange(x0 - 5 * per_px, x1 - 5 * per_px, padding=0)
+    shown.setXRange(x0 - 5 * per_px, x1 - 5 * per_px, padding=0)
     images = grab(p)
     assert sum(c.tiles_rendered for c in p.canvases) - before <= 4   # the new columns
     assert_same(images, fresh(p))

@@ -56,7 +56,8 @@ def test_the_legend_sits_above_the_plots_not_over_their_curves(make_window, scen
     assert plots.memory.getPlotItem().legend is None
     legend = plots.legend
     assert legend.isVisible() and legend.indices == tuple(range(8))
-    top_of_plot = plots.memory.mapTo(plots, plots.memory.rect().topLeft()).y()
+    top = plots.strips if plots.strips_shown else plots.memory     # eight GPUs: rows
+    top_of_plot = top.mapTo(plots, top.rect().topLeft()).y()
     assert legend.geometry().bottom() < top_of_plot
     for _, rect in legend.entries():                         # every entry whole
         assert QRectF(legend.rect()).adjusted(-0.5, -0.5, 0.5, 0.5).contains(rect)

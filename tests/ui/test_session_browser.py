@@ -172,8 +172,9 @@ def test_replay_loads_into_the_plots_and_the_slider_moves_the_cursor(qtbot, scen
     assert len(data.history.gpu(0)) == 900 and data.history.processes
     assert "Replaying" in window.banner_label.text() and path.name in window.banner_label.text()
     assert window.plots.window_s == pick_window(899) == 3600
-    x, y = window.plots._mem_curves[0].getData()
-    assert x is not None and len(x) > 10 and y.max() > 1     # GiB drawn
+    assert window.plots.strips_shown                        # eight GPUs: memory as rows
+    x, y = window.plots._bw_curves[0].getData()
+    assert x is not None and len(x) > 10 and y.max() > 1     # GB/s drawn
     assert window.cursor_s == pytest.approx(data.end_s)
     window.slider.setValue(300)
     assert window.cursor_s == pytest.approx(data.start_s + 300)
@@ -182,6 +183,9 @@ def test_replay_loads_into_the_plots_and_the_slider_moves_the_cursor(qtbot, scen
     window.plots.set_window(60)                    # a short window follows the cursor
     (x0, x1), _ = window.plots.memory.getViewBox().viewRange()
     assert x1 == pytest.approx(data.start_s + 300, abs=1) and x1 - x0 == pytest.approx(60, abs=1)
+    (b0, b1), _ = window.plots.bandwidth.getViewBox().viewRange()   # the shown plot follows
+    assert (b0, b1) == pytest.approx((x0, x1), abs=1e-6)
+    assert window.plots.strips.x_range == pytest.approx((x0, x1), abs=1e-6)
 
 
 def test_replay_of_a_bad_file_says_why(qtbot, tmp_path):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 
 from gpuwatch.advisor import Advisor
-from gpuwatch.core.hints import Hint, HintEvent
+from gpuwatch.core.hints import Hint, HintEvent, Severity
 from gpuwatch.ui.live import budget_adapter
 from gpuwatch.ui.live.advisor_panel import HintView, hint_view
 from gpuwatch.ui.live.post_mortem import PostMortems
@@ -94,7 +94,9 @@ class WindowAdvisor(QObject):
         self.window.set_hints([hint_view(h) for h in self.active])
         self.window.hint_banner.set_hints(self.active)
         self.window.cards.show_hints(self.active)     # badges follow the figures ("~2 min")
-        self.window.plots.set_alert(self.window.cards.worst_gpu())
+        worst = self.window.cards.worst_gpu()
+        self.window.plots.set_alert(worst, any(
+            h.gpu_index == worst and h.severity is Severity.CRITICAL for h in self.active))
         if not self.active:
             self._show_pending()
 

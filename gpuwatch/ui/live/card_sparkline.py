@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -25,6 +25,11 @@ from gpuwatch.ui.widgets import theme
 
 SPAN_S = 600.0      # the time a sparkline covers
 MAX_WIDTH = 280     # px: a glance, not a plot (the time plots are below)
+# On a wide card (one or two GPUs on a wide window) a thin line would be a hair across
+# empty space: from ROOMY_CARD px of card it is ROOMY_HEIGHT tall and up to ROOMY_WIDTH wide.
+ROOMY_CARD = 900
+ROOMY_HEIGHT = 40
+ROOMY_WIDTH = 560
 NO_ROW, UNKNOWN = -1, -2   # a column without a sample (the line spans it), or read as unknown
 _NAMES = ("timestamp_s", "used_bytes")
 
@@ -52,6 +57,30 @@ class Sparkline(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self.setToolTip(f"Memory used on GPU {gpu_index}, the last "
                         f"{format_duration(self.span_s)} (the peak of each pixel's time)")
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ParentChange and self.parentWidget() is not None:
+            self.parentWidget().installEventFilter(self)     # the card's width sets our size
+        return super().event(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize and watched is self.parentWidget():
+            self.fit_card(self.parentWidget().width())
+        return False
+
+    def fit_card(self, card_px: int) -> None:
+        """Thin on a narrow card, ROOMY_HEIGHT tall and wider on a wide one."""
+        roomy = card_px >= ROOMY_CARD
+        height = ROOMY_HEIGHT if roomy else type(self).HEIGHT
+        self.setMaximumWidth(ROOMY_WIDTH if roomy else MAX_WIDTH)
+        if height != self.HEIGHT:
+            self.HEIGHT = height
+            self._total = None                 # every column again, at the new height
+            self.setFixedHeight(height)
+            self.updateGeometry()
+            ring, now_s = self._source
+            if ring is not None:
+                self.update_from(ring, now_s)
 
     def sizeHint(self) -> QSize:
         return QSize(80, self.HEIGHT)
@@ -182,7 +211,7 @@ class Sparkline(QWidget):
         change."""
         c = theme.colors()
         w, h = max(1, self.width()), self.HEIGHT
-        key = (self._ys_key, w, c, self._faded, self._guides)
+        key = (self._ys_key, w, h, c, self._faded, self._guides)
         if self._image is not None and self._image[0] == key:
             return self._image[1]
         base, line, fill = self._base(key[1:])
@@ -209,8 +238,7 @@ class Sparkline(QWidget):
         per size, theme and thresholds."""
         if self._base_pixels is not None and self._base_pixels[0] == key:
             return self._base_pixels[1]
-        w, c, faded, guides = key
-        h = self.HEIGHT
+        w, h, c, faded, guides = key
         background = QColor(c.lost_card if faded else c.card)
         line = QColor(c.muted) if faded else theme.gpu_color(self.gpu_index)
         border = QColor(c.card_border).rgba()

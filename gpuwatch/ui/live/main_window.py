@@ -8,16 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QColor, QGuiApplication
+from PySide6.QtCore import QEvent, QTimer, Signal, Slot
+from PySide6.QtGui import QCloseEvent, QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
-    QFrame,
     QLabel,
     QMainWindow,
-    QScrollArea,
-    QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -26,12 +22,12 @@ from gpuwatch.core.history import History
 from gpuwatch.core.probe_format import ProbeReport
 from gpuwatch.core.snapshot import BackendInfo, BackendKind, Snapshot
 from gpuwatch.core.units import UnitSystem
-from gpuwatch.ui.live import budget_adapter, probe_view
+from gpuwatch.ui.live import budget_adapter, probe_view, window_layout
 from gpuwatch.ui.live.advisor_bridge import WindowAdvisor
 from gpuwatch.ui.live.advisor_panel import AdvisorPanel, HintView
-from gpuwatch.ui.live.budget_links import FORM_KEY, BudgetLinks
+from gpuwatch.ui.live.budget_links import BudgetLinks
 from gpuwatch.ui.live.budget_panel import BudgetPanel
-from gpuwatch.ui.live.cards_view import CardsView
+from gpuwatch.ui.live.cards_view import CardsView, columns_for
 from gpuwatch.ui.live.gpu_focus import GpuFocus
 from gpuwatch.ui.live.hint_banner import HintBanner
 from gpuwatch.ui.live.overlay import Overlay
@@ -49,8 +45,11 @@ from gpuwatch.ui.live.window_chrome import (
     source_text,
     state_text,
 )
+from gpuwatch.ui.live.window_layout import default_size
 from gpuwatch.ui.live.window_menus import build_menus
+from gpuwatch.ui.live.window_overlays import card_overlays, link_budget, linked_overlays
 from gpuwatch.ui.live.window_sight import WindowSight
+from gpuwatch.ui.live.window_state import WindowState
 from gpuwatch.ui.settings import Preferences, Settings
 from gpuwatch.ui.settings_dialog import SettingsDialog
 from gpuwatch.ui.widgets import theme
@@ -58,19 +57,6 @@ from gpuwatch.ui.widgets.one_pass import PlotsJoinThePass
 from gpuwatch.ui.widgets.plots import TimePlots
 
 TABS = ("Processes", "Budget", "Advisor")
-DEFAULT_SIZE = QSize(1500, 950)
-TITLE_BAR = 40       # px a window manager's frame may add above the window
-
-
-def default_size() -> QSize:
-    """The size a first start opens at: 1500×950, or the screen's free area where that is
-    smaller (a 1280×800 or 1024×640 laptop). Offscreen there is no screen to fit."""
-    screen = QGuiApplication.primaryScreen()
-    if screen is None or QGuiApplication.platformName() == "offscreen":
-        return QSize(DEFAULT_SIZE)
-    free = screen.availableGeometry()
-    return QSize(min(DEFAULT_SIZE.width(), free.width()),
-                 min(DEFAULT_SIZE.height(), free.height() - TITLE_BAR))
 
 
 class MainWindow(QMainWindow):
@@ -112,30 +98,13 @@ class MainWindow(QMainWindow):
         self.processes = ProcessPanel(self.history)
         self.budget = BudgetPanel(self.links)
         self.advisor = AdvisorPanel()
-        self.tabs = QTabWidget()
-        budget_page = QScrollArea()      # the form is taller than a small window's tab
-        budget_page.setWidget(self.budget)
-        budget_page.setWidgetResizable(True)
-        budget_page.setFrameShape(QFrame.Shape.NoFrame)
-        for widget, name in zip((self.processes, budget_page, self.advisor), TABS, strict=True):
-            self.tabs.addTab(widget, name)
         self.plan = PlanPanel()  # computed off the GUI thread when first shown
         self.plan.context = self._plan_context
-        self.tabs.addTab(self.plan, "Plan")
-        self.bottom = QSplitter(Qt.Orientation.Horizontal)
-        self.bottom.setObjectName("bottomSplitter")
-        self.bottom.addWidget(self.plots)
-        self.bottom.addWidget(self.tabs)
-        self.bottom.setStretchFactor(0, 1)      # the table's eleven columns want the room
-        self.bottom.setStretchFactor(1, 2)
-        self.bottom.setChildrenCollapsible(False)
-        self.main = QSplitter(Qt.Orientation.Vertical)
-        self.main.setObjectName("mainSplitter")
-        self.main.addWidget(self.cards)
-        self.main.addWidget(self.bottom)
-        self.main.setStretchFactor(0, 2)
-        self.main.setStretchFactor(1, 5)
-        self.main.setChildrenCollapsible(False)
+        self.tabs = window_layout.build_tabs(
+            zip((self.processes, self.budget, self.advisor, self.plan), (*TABS, "Plan"),
+                strict=True))
+        self.main, self.bottom = window_layout.build_splitters(self.cards, self.plots,
+                                                               self.tabs)
         central = QWidget()
         v = QVBoxLayout(central)
         v.setContentsMargins(0, 0, 0, 0)
@@ -168,7 +137,13 @@ class MainWindow(QMainWindow):
         self.hint_banner.open_requested.connect(self.hint_source.open_hint)
         self.cards.focus_requested.connect(self.hint_source.seen)   # a card clicked: seen
         build_menus(self, (*TABS, "Plan"))
-        self._restore()
+        self.state = WindowState(settings, self, {"main": self.main, "bottom": self.bottom,
+                                                  "process": self.processes.splitter},
+                                 self.processes.table.horizontalHeader(), self.tabs,
+                                 self.budget)
+        self.state.restore()
+        self._table_rows = -1               # the rows the table was last fitted to
+        self._sparks: tuple[int, ...] = ()  # the cards' sparkline heights when last fitted
         self.apply_preferences(self.prefs, initial=True)
         self.processes.fit_columns(keep_widths=settings.state("process_header") is not None)
 
@@ -225,17 +200,19 @@ class MainWindow(QMainWindow):
             self.processes.simulated = snap.backend.kind is BackendKind.SIMULATED
             self._update_status()
         probes = probe_view.probes_by_key(snap)
-        self.overlays = self._overlays(snap)
+        self.overlays = linked_overlays(snap, self.links)
         self.probe_overlays = probe_view.probe_overlays(snap, probes, self.overlays)
         relaid = self._update_cards(snap, probes)
         relaid = self.cards.set_warnings(snap.warnings) or relaid   # e.g. no GPUs at all
-        if relaid and self.settings.state("splitter_main") is None:
+        sparks = tuple(card.spark.height() for card in self.cards.cards.values())
+        if (relaid or sparks != self._sparks) and not self.state.user_split("main"):
             self.fit_cards()
         self.processes.model.set_budgets({  # the source's (a gpuwatch exporter's links)
             **{(b.gpu_index, b.pid): b.peak_bytes for b in snap.budget_peaks},
             **{k: o.prediction.total_bytes for k, o in self.overlays.items()}})
         self.processes.model.set_probes(probes)
         self.processes.refresh()
+        self._fit_table()
         selected = self.processes.selected_key()
         self.budget.show_linked(self.overlays.get(selected) if selected else None)
         self.plots.refresh()
@@ -244,29 +221,48 @@ class MainWindow(QMainWindow):
             self._update_capacity()
         self.set_sampling_state(self.sampling_state)
 
+    def _cards_need(self) -> int:
+        """The cards' height for up to two rows as they are now (a wide card's sparkline
+        is taller once the card has its width: the cards are fitted again when it grows,
+        not on every sample, whose texts move a card's size hint by a pixel or two)."""
+        n = len(self.cards.cards)
+        rows = min(2, -(-n // columns_for(n))) if n else 0
+        return max(self.cards.preferred_height(), self.cards.height_for_rows(rows) if n else 0)
+
     def fit_cards(self) -> None:
         """Give the cards the height they need, up to two rows (until the user moves the
         splitter), leaving the plots and tabs at least their minimum."""
         total = sum(self.main.sizes())
         below = self.bottom.minimumSizeHint().height()
-        want = max(self.cards.minimumHeight(), min(self.cards.preferred_height(), total - below))
+        self._sparks = tuple(card.spark.height() for card in self.cards.cards.values())
+        need = self._cards_need()
+        want = max(self.cards.minimumHeight(), min(need, total - below))
         self.main.setSizes([want, max(below, total - want)])
 
     def _plan_context(self) -> tuple[tuple[str, ...], str | None]:
         return plan_context(self.history.latest, self.links.get)
 
-    COMMAND_PX = 320      # the Command column's share when the window has room for it
-
     def fit_bottom(self) -> None:
-        """Split plots and tabs by what the table needs: its columns whole with a
-        Command column of COMMAND_PX, the plots the rest, never under a third. A wide
-        window no longer leaves the plots in its left third beside empty table space."""
-        total = self.bottom.width()
-        if total <= 0:
-            return
-        need = sum(self.processes.default_widths()) + self.COMMAND_PX + 40
-        tabs = min(need, total * 2 // 3)
-        self.bottom.setSizes([total - tabs, tabs])
+        """Split plots and tabs by what the table needs and the window's width (see
+        window_layout): a wide window gives the plots the larger part."""
+        window_layout.fit_bottom(self.bottom, self.processes)
+
+    def _fit_table(self, again: bool = False) -> None:
+        """Room for the table's rows, the selected process's plot the rest, until the
+        user moves that splitter; ``again``: the panel changed size."""
+        rows = self.processes.model.rowCount()
+        if (rows != self._table_rows or again) and self.isVisible() and \
+                not self.state.user_split("process"):
+            self._table_rows = rows
+            window_layout.fit_table(self.processes, rows)
+
+    def _fit_splits(self) -> None:
+        """Share the window out again (shown, resized) where the user has not."""
+        if not self.state.user_split("main"):
+            self.fit_cards()
+        if not self.state.user_split("bottom"):
+            self.fit_bottom()
+        self._fit_table(again=True)
 
     def set_sampling_state(self, text: str) -> None:
         self.sampling_state = text
@@ -296,45 +292,14 @@ class MainWindow(QMainWindow):
                                                 overlays) or relaid
         return relaid
 
-    def _overlays(self, snap: Snapshot) -> dict[Key, Overlay]:
-        if not len(self.links):
-            return {}
-        out: dict[Key, Overlay] = {}
-        for p in snap.processes:
-            request = self.links.get(p.cmdline)
-            if request is None:
-                continue
-            prediction = budget_adapter.predict(request)
-            if prediction is not None:
-                out[(p.gpu_index, p.pid)] = Overlay(p.pid, p.gpu_index, prediction, p.used_bytes)
-        return out
-
     def _card_overlays(self) -> dict[int, Overlay]:
-        """Per GPU: the selected process's overlay if it has one, else the largest."""
-        selected = self.processes.selected_key()
-        out: dict[int, Overlay] = {}
-        overlays = self.overlays if not self.probe_overlays else \
-            {**self.probe_overlays, **self.overlays}
-        for key, o in overlays.items():
-            best = out.get(o.gpu_index)
-            if key == selected or best is None or (
-                    best.pid != (selected or (0, 0))[1]
-                    and (o.measured_bytes or 0) > (best.measured_bytes or 0)):
-                out[o.gpu_index] = o
-        return out
+        return card_overlays(self.overlays, self.probe_overlays, self.processes.selected_key())
 
     def link_process(self, key: Key, request: budget_adapter.BudgetRequest | None = None) -> None:
-        p = self.processes.model.sample(key)
-        if p is None or not p.cmdline:
-            self.statusBar().showMessage("This process has no command line to remember", 4000)
-            return
-        request = request or self.budget.request()
-        if budget_adapter.predict(request) is None:
-            self.statusBar().showMessage("The budget form has an error; fix it first", 4000)
-            return
-        self.links.link(p.cmdline, request)
-        self.statusBar().showMessage(f"Linked pid {p.pid} to {request.label}", 4000)
-        self.refresh()
+        """Remember ``request`` (the form's, by default) for the process's command line."""
+        if link_budget(self.processes.model.sample(key), request or self.budget.request(),
+                       self.links, self.statusBar()):
+            self.refresh()
 
     def unlink_process(self, key: Key) -> None:
         p = self.processes.model.sample(key)
@@ -381,6 +346,8 @@ class MainWindow(QMainWindow):
         self.prefs = prefs
         if initial or prefs.theme != old.theme:
             self.restyle()
+        limits = prefs.thresholds
+        self.plots.set_thresholds(limits.memory_warning_percent, limits.memory_critical_percent)
         if initial or prefs.units != old.units:
             self.plots.set_units(self.units)
             self.processes.set_units(self.units)
@@ -414,43 +381,21 @@ class MainWindow(QMainWindow):
         self.close()
 
     # persistence ------------------------------------------------------------------------
-    def _restore(self) -> None:
-        s = self.settings
-        if (geometry := s.state("geometry")) is not None:
-            self.restoreGeometry(geometry)
-        for name, splitter in (("main", self.main), ("bottom", self.bottom),
-                               ("process", self.processes.splitter)):
-            if (state := s.state(f"splitter_{name}")) is not None:
-                splitter.restoreState(state)
-        if (state := s.state("process_header")) is not None:
-            self.processes.table.horizontalHeader().restoreState(state)
-        tab = s.get_json("window/tab", 0)
-        if isinstance(tab, int) and 0 <= tab < self.tabs.count():
-            self.tabs.setCurrentIndex(tab)
-        form = budget_adapter.BudgetRequest.from_json(s.get_json(FORM_KEY, None))
-        if form is not None:
-            self.budget.set_request(form)
-
     def save_state(self) -> None:
-        s = self.settings
-        s.set_state("geometry", self.saveGeometry())
-        s.set_state("splitter_main", self.main.saveState())
-        s.set_state("splitter_bottom", self.bottom.saveState())
-        s.set_state("splitter_process", self.processes.splitter.saveState())
-        s.set_state("process_header", self.processes.table.horizontalHeader().saveState())
-        s.set_json("window/tab", self.tabs.currentIndex())
-        s.set_json(FORM_KEY, self.budget.request().to_json())
-        s.set_preferences(self.prefs)
-        s.sync()
+        self.state.save()
+        self.settings.set_preferences(self.prefs)
+        self.settings.sync()
 
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
-        if self.settings.state("splitter_main") is None:
-            self.fit_cards()
-        if self.settings.state("splitter_bottom") is None:
-            self.fit_bottom()
+        self._fit_splits()
         self.sight.follow()
         self.catch_up(just_shown=True)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.isVisible():      # once the new size is laid out (a card's sparkline too)
+            QTimer.singleShot(0, self, self._fit_splits)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

@@ -17,11 +17,21 @@ from gpuwatch.core.units import SIZE_UNITS, UnitSystem
 from gpuwatch.ui.widgets import theme
 from gpuwatch.ui.widgets.axes import fast_axes
 from gpuwatch.ui.widgets.decimate import minmax_decimate, window_slice
+from gpuwatch.ui.widgets.plot_items import lost_spans
 from gpuwatch.ui.widgets.plot_ranges import bounds
 
 
 def byte_unit(units: UnitSystem) -> tuple[str, int]:
     return ("GB", SIZE_UNITS["GB"]) if units == "si" else ("GiB", SIZE_UNITS["GIB"])
+
+
+def window_rows(ring: Ring, x0: float, x1: float, names: tuple[str, ...]
+                ) -> dict[str, np.ndarray]:
+    """The ring's rows from ``x0`` to ``x1`` (views, no copy where they lie in one piece:
+    a 24 h window is 86,400 rows per GPU)."""
+    rows = ring.since(x0, ("timestamp_s", *names))
+    end = int(np.searchsorted(rows["timestamp_s"], x1, side="right"))
+    return {name: rows[name][:end] for name in names}
 
 
 def ring_slice(ring: Ring, column: str, x0: float, x1: float,
@@ -44,6 +54,14 @@ def ring_slice(ring: Ring, column: str, x0: float, x1: float,
         need = n
     sl = window_slice(t, x0, x1)
     return t[sl], ring.column(column, last=need)[sl] / scale
+
+
+def ring_lost(ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
+    """The spans of [x0, x1] in which the GPU of ``ring`` was lost (every figure unknown)."""
+    t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
+    _, used = ring_slice(ring, "used_bytes", x0, x1, 1.0)
+    _, bandwidth = ring_slice(ring, "estimated_bandwidth_bytes_per_s", x0, x1, 1.0)
+    return lost_spans(t, total, bandwidth, used)
 
 
 def ring_curve(ring: Ring, column: str, x0: float, x1: float, pixels: int,
@@ -168,18 +186,28 @@ class TimePlot(pg.PlotWidget):
 
 MEMORY_TITLE = "Memory used per GPU"
 BANDWIDTH_TITLE = "Estimated memory bandwidth per GPU (busy % × peak)"
+MEASURED_TITLE = "Measured memory bandwidth per GPU (GPM)"
 
 
-def plot_titles(focus: int | None, bandwidth_unknown: bool) -> tuple[str, str]:
-    """The memory and bandwidth plots' titles: which GPUs they show, and (an empty state)
-    a bandwidth that cannot be estimated because NVML gives no bus width or clock for
-    its peak."""
+def plot_titles(focus: int | None, bandwidth_unknown: bool, measured: tuple[int, ...] = (),
+                shown: int = 0) -> tuple[str, str]:
+    """The memory and bandwidth plots' titles: which GPUs they show, whether bandwidth is
+    measured (by the GPU's performance monitor, GPM; ``measured`` lists those GPUs
+    among the ``shown``) or estimated, and (an empty state) a bandwidth that cannot be
+    estimated because NVML gives no bus width or clock for its peak."""
     memory = MEMORY_TITLE if focus is None else f"Memory used · GPU {focus} only"
+    every = bool(measured) and (focus is not None or len(measured) >= shown)
     if bandwidth_unknown:
         bandwidth = ("Memory bandwidth unknown: NVML gives no peak" if focus is None else
                      f"Memory bandwidth unknown for GPU {focus}: no peak")
-    elif focus is None:
-        bandwidth = BANDWIDTH_TITLE
+    elif focus is not None:
+        kind = "Measured" if focus in measured else "Estimated"
+        bandwidth = f"{kind} memory bandwidth · GPU {focus} only"
+    elif every:
+        bandwidth = MEASURED_TITLE
+    elif measured:
+        gpus = ", ".join(str(i) for i in measured)
+        bandwidth = f"Memory bandwidth per GPU: measured on GPU {gpus}, else estimated"
     else:
-        bandwidth = f"Estimated memory bandwidth · GPU {focus} only"
+        bandwidth = BANDWIDTH_TITLE
     return memory, bandwidth

@@ -1,4 +1,4 @@
-"""Time plots: memory used per GPU against its capacity, and estimated bandwidth per GPU.
+"""Time plots: memory used per GPU against its capacity, and memory bandwidth per GPU.
 
 Windows of 1 min to 24 h; live mode follows the newest sample, pause (or dragging the
 plot) freezes the view so you can scroll back. Memory goes through min/max decimation
@@ -10,29 +10,29 @@ move it by at least one pixel column: a 24 h window is redrawn about once a minu
 Each GPU's line has its colour and its dash pattern (:mod:`plot_items`), named in a
 legend above the plots; hovering a line or its legend entry highlights it, clicking an
 entry asks for that GPU alone (:attr:`TimePlots.focus_requested`; the window answers with
-:meth:`TimePlots.set_focus`). The minutes a GPU was lost are shaded.
+:meth:`TimePlots.set_focus`). The minutes a GPU was lost are shaded. From
+:data:`STRIPS_FROM` GPUs shown, memory is drawn as one row per GPU
+(:mod:`memory_strips`) instead of lines that would merge. Bandwidth is the GPU's own
+measurement (GPM) where it makes one, the estimate elsewhere, and the title says which.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Iterable
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Signal
-from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from gpuwatch.core.history import History, Ring
-from gpuwatch.core.units import UnitSystem, format_bytes
-from gpuwatch.ui.settings import PLOT_WINDOWS_S
+from gpuwatch.core.history import History
+from gpuwatch.core.units import UnitSystem
 from gpuwatch.ui.widgets import theme
-from gpuwatch.ui.widgets.bandwidth_units import format_bandwidth
 from gpuwatch.ui.widgets.curve_canvas import PlotCanvases, aligned_range, plot_columns
 from gpuwatch.ui.widgets.gpu_legend import GpuLegend
-from gpuwatch.ui.widgets.plot_items import SpanItem, lost_spans, nearest_line
-from gpuwatch.ui.widgets.plot_lines import MarkLines
+from gpuwatch.ui.widgets.memory_strips import MemoryStrips
+from gpuwatch.ui.widgets.plot_controls import WINDOW_LABELS, PlotControls  # noqa: F401
+from gpuwatch.ui.widgets.plot_items import SpanItem, nearest_line
 from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the plots' users
     BANDWIDTH_TITLE,
     MEMORY_TITLE,
@@ -44,40 +44,26 @@ from gpuwatch.ui.widgets.plot_parts import (  # noqa: F401 - re-exported for the
     quiet_hidden_axes,
     restyle_plot,
     ring_curve,
+    ring_lost,
     ring_slice,
     settle,
+    window_rows,
 )
-from gpuwatch.ui.widgets.plot_ranges import StickyRange, bounds, label_px, zero_based_range
+from gpuwatch.ui.widgets.plot_ranges import bounds
+from gpuwatch.ui.widgets.plot_scales import PlotScales, one_per_label  # noqa: F401
 from gpuwatch.ui.widgets.plot_series import Series, stacked_layers
 
-WINDOW_LABELS = {60: "1 min", 600: "10 min", 3600: "1 h", 86400: "24 h"}
 BAND_FROM_S = 600      # bandwidth as mean and min/max band from this much time shown
 HOVER_PX = 8           # a line this close to the mouse is highlighted
+STRIPS_FROM = 3        # GPUs shown from which memory is a row per GPU, not lines
 WAITING = "Waiting for the first sample…"
 BW_COLUMN = "estimated_bandwidth_bytes_per_s"
-
-
-def window_rows(ring: Ring, x0: float, x1: float, names: tuple[str, ...]
-                ) -> dict[str, np.ndarray]:
-    """The ring's rows from ``x0`` to ``x1`` (views, no copy where they lie in one piece:
-    a 24 h window is 86,400 rows per GPU)."""
-    rows = ring.since(x0, ("timestamp_s", *names))
-    end = int(np.searchsorted(rows["timestamp_s"], x1, side="right"))
-    return {name: rows[name][:end] for name in names}
-
-
-def one_per_label(values: Iterable[float], label: Callable[[float], str]) -> list[float]:
-    """The largest of the values that read the same, one for each distinct label."""
-    largest: dict[str, float] = {}
-    for value in values:
-        text = label(value)
-        if value > largest.get(text, -math.inf):
-            largest[text] = value
-    return list(largest.values())
+MEASURED_COLUMN = "measured_bandwidth_bytes_per_s"
 
 
 class TimePlots(QWidget):
-    """The two linked plots, their legend, the window buttons and live/pause."""
+    """The two linked plots (or the memory rows and the bandwidth plot), their legend,
+    the window buttons and live/pause."""
 
     window_changed = Signal(int)
     live_changed = Signal(bool)
@@ -93,6 +79,8 @@ class TimePlots(QWidget):
         self.highlight: int | None = None   # the GPU whose lines are drawn wide
         self.alert: int | None = None       # the endangered GPU: wide and on top, unhovered
         self.band_mode = False              # bandwidth as mean and band (long windows)
+        self.strips_shown = False           # memory as a row per GPU (many GPUs)
+        self.measured: tuple[int, ...] = ()  # GPUs whose bandwidth shown is measured
         self._last_drawn_s = -np.inf        # the newest sample's time when last drawn
         self._setting_range = False
         self._mem_curves: dict[int, Series] = {}
@@ -101,11 +89,16 @@ class TimePlots(QWidget):
         self.memory = TimePlot(MEMORY_TITLE, "GiB")
         self.bandwidth = TimePlot(BANDWIDTH_TITLE, "GB/s")
         self.bandwidth.setXLink(self.memory)
-        self.capacity_marks = MarkLines(self.memory)
-        self.peak_marks = MarkLines(self.bandwidth)
+        self.scales = PlotScales(self.memory, self.bandwidth)
+        self.capacity_marks = self.scales.capacity_marks
+        self.peak_marks = self.scales.peak_marks
         self.legend = GpuLegend()
         self.legend.hovered.connect(lambda i: self.set_highlight(None if i < 0 else i))
         self.legend.clicked.connect(self.focus_requested)
+        self.strips = MemoryStrips(history)
+        self.strips.hide()
+        self.strips.hovered.connect(lambda i: self.set_highlight(None if i < 0 else i))
+        self.strips.clicked.connect(self.focus_requested)
         self._spans = (SpanItem(), SpanItem())
         for plot, spans in zip((self.memory, self.bandwidth), self._spans, strict=True):
             plot.showGrid(x=True, y=True, alpha=theme.colors().grid_alpha)
@@ -116,86 +109,51 @@ class TimePlots(QWidget):
             plot.left_plot.connect(lambda: self.set_highlight(None))
         # the curves, as image tiles that scroll (memory's, bandwidth's)
         self.canvases = (PlotCanvases(self.memory), PlotCanvases(self.bandwidth))
-        self._bw_range = StickyRange(floor=0.0, min_top=1.0)   # GB/s, where no peak is known
-        self._mem_range = StickyRange(floor=0.0, min_top=1.0)  # GiB, where no capacity is
-        self._mem_top: float | None = None      # the largest capacity, in the plot's unit
-        self._mem_data_top: float | None = None  # without a capacity: what the data need
-        self._bw_top: float | None = None        # the peak bandwidth, or what the data need
-        self._bw_line = False                    # a peak line at _bw_top needs room above
-        self._y_set: dict[int, tuple[float, float]] = {}   # id(plot) -> the range it shows
         self._new_items = True     # text items to cache as pixmaps (line labels)
-        self.memory.getViewBox().sigResized.connect(lambda *_: self._fit_memory())
-        self.bandwidth.getViewBox().sigResized.connect(lambda *_: self._fit_bandwidth())
+        self.memory.getViewBox().sigResized.connect(lambda *_: self.scales.fit_memory())
+        bw_view = self.bandwidth.getViewBox()
+        bw_view.sigResized.connect(lambda *_: self.scales.fit_bandwidth())
+        bw_view.sigResized.connect(lambda *_: self._follow_strips())
+        bw_view.sigXRangeChanged.connect(lambda *_: self._follow_strips())
+        self.memory.getViewBox().sigXRangeChanged.connect(lambda *_: self._follow_memory())
         # Until the first sample: the last minutes of the clock, zero to one unit up.
         now = time.time()
         for plot in (self.memory, self.bandwidth):
             plot.setXRange(now - self.window_s, now, padding=0)
-        self._mem_data_top = self._bw_top = 1.0
         self.bandwidth_unknown = False      # no GPU shown has a known peak or estimate
-        self._fit_memory()
-        self._fit_bandwidth()
+        self.scales.start()
         self.waiting = pg.TextItem(WAITING, color=theme.colors().muted, anchor=(0.5, 0.5))
         self.waiting.setPos(now - self.window_s / 2, 0.5)
         self.memory.addItem(self.waiting, ignoreBounds=True)
 
-        bar = QHBoxLayout()
-        bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(QLabel("Window:"))
-        self.window_buttons = QButtonGroup(self)
-        for i, seconds in enumerate(PLOT_WINDOWS_S, start=1):
-            b = QPushButton(WINDOW_LABELS[seconds])
-            b.setCheckable(True)
-            b.setProperty("window_s", seconds)
-            b.setToolTip(f"Show the last {WINDOW_LABELS[seconds]} ({i})")
-            b.setAccessibleName(f"Plot window {WINDOW_LABELS[seconds]}")
-            b.setAccessibleDescription(f"Show the last {WINDOW_LABELS[seconds]} in the time "
-                                       f"plots (key {i})")
-            self.window_buttons.addButton(b, seconds)
-            bar.addWidget(b)
+        self.controls = PlotControls(self)
+        self.window_buttons = self.controls.window_buttons
+        self.state_label = self.controls.state_label
+        self.pause_button = self.controls.pause_button
         self.window_buttons.idClicked.connect(self.set_window)
-        bar.addStretch(1)
-        self.state_label = QLabel()
-        self.state_label.setProperty("muted", True)
-        bar.addWidget(self.state_label)
-        self.pause_button = QPushButton("Pause")
-        self.pause_button.setCheckable(True)
-        self.pause_button.setToolTip("Freeze the plots to scroll back (Space); sampling and "
-                                     "recording go on. Drag a plot to pan.")
-        self.pause_button.setAccessibleName("Pause the plots")
-        self.pause_button.setAccessibleDescription(
-            "Freeze the time plots to scroll back; sampling goes on (Space)")
         self.pause_button.toggled.connect(lambda on: self.set_live(not on))
-        bar.addWidget(self.pause_button)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 0, 0)
         layout.setSpacing(4)
-        layout.addLayout(bar)
+        layout.addLayout(self.controls.layout)
         layout.addWidget(self.legend)
         layout.addWidget(self.memory, 3)
+        layout.addWidget(self.strips, 3)
         layout.addWidget(self.bandwidth, 2)
         self.set_window(self.window_s)
 
     # controls ------------------------------------------------------------------------
     def set_window(self, seconds: int) -> None:
         self.window_s = seconds
-        button = self.window_buttons.button(seconds)
-        if button is not None:
-            button.setChecked(True)
+        self.controls.show_window(seconds)
         self.set_live(True)
         self.window_changed.emit(seconds)
 
     def set_live(self, live: bool) -> None:
         changed = live != self.live
         self.live = live
-        if self.pause_button.isChecked() == live:
-            self.pause_button.blockSignals(True)
-            self.pause_button.setChecked(not live)
-            self.pause_button.blockSignals(False)
-        self.pause_button.setText("Pause" if live else "Live")
-        self.pause_button.setAccessibleName("Pause the plots" if live else
-                                            "Follow the newest sample again")
-        self.state_label.setText("" if live else "Paused (still sampling) — drag to scroll back")
+        self.controls.show_live(live)
         self.refresh(force=True)
         if changed:
             self.live_changed.emit(live)
@@ -213,7 +171,8 @@ class TimePlots(QWidget):
         self.refresh(force=True)
 
     def _set_titles(self) -> None:
-        memory, bandwidth = plot_titles(self.focus, self.bandwidth_unknown)
+        memory, bandwidth = plot_titles(self.focus, self.bandwidth_unknown, self.measured,
+                                        len(self._bw_curves))
         self.memory.setTitle(memory, size="10pt")
         self.bandwidth.setTitle(bandwidth, size="10pt")
         self._new_items = True
@@ -225,19 +184,25 @@ class TimePlots(QWidget):
             return
         self.highlight = index
         self.legend.set_highlight(index)
+        self.strips.set_highlight(index)
         many = len(self.history.gpus) > 2
         for series in self._bw_curves.values():   # with many GPUs the band follows it
             series.band = series.mean and (series.index in (index, self.focus) or not many)
         self._set_layers()
 
-    def set_alert(self, index: int | None) -> None:
+    def set_alert(self, index: int | None, critical: bool = True) -> None:
         """The GPU in the worst danger (None: none): with several GPUs its lines are
-        drawn wide and on top while no other is hovered, so a critical GPU never hides
-        in a bundle of eight lines at the same level."""
-        if index == self.alert:
-            return
-        self.alert = index
-        self._set_layers()
+        drawn wide and on top while no other is hovered, and its memory row outlined
+        (red if ``critical``, else amber), so an endangered GPU never hides in a bundle
+        of eight lines at the same level."""
+        self.strips.set_alert(index, critical)
+        if index != self.alert:
+            self.alert = index
+            self._set_layers()
+
+    def set_thresholds(self, warning_percent: float, critical_percent: float) -> None:
+        """Where the memory rows turn amber and red (the cards' thresholds)."""
+        self.strips.set_thresholds(warning_percent, critical_percent)
 
     def _set_layers(self) -> None:
         """Tell the canvases what to draw (only when that changed: they notice new
@@ -248,7 +213,7 @@ class TimePlots(QWidget):
             top = self.highlight
             if top is None and len(series) > 1:
                 top = self.alert
-            signature = (top, *((s.index, s.isVisible(), s.mean, s.band,
+            signature = (top, *((s.index, s.isVisible(), s.mean, s.band, s.column,
                                  id(s.ring), s.scale) for s in series))
             if signature != canvas.signature:
                 canvas.signature = signature
@@ -257,30 +222,64 @@ class TimePlots(QWidget):
                 canvas.update()
 
     def set_units(self, units: UnitSystem) -> None:
-        self.units = units
+        self.units = self.scales.units = self.strips.units = units
         name, _ = byte_unit(units)
         self.memory.setLabel("left", name)
-        self._drop_lines()
+        self.scales.drop_lines()
         self.refresh(force=True)
 
     def restyle(self) -> None:
         """Follow a theme change (pyqtgraph's config only affects new plots)."""
         restyle_plot(self.memory)
         restyle_plot(self.bandwidth)
+        self.strips.restyle()
         self.waiting.setColor(theme.colors().muted)
-        self._drop_lines()
+        self.scales.drop_lines()
         self.refresh(force=True)
 
-    _capacity_lines = property(lambda self: self.capacity_marks.lines)
+    _capacity_lines = property(lambda self: self.capacity_marks.lines)  # for tests
     _peak_lines = property(lambda self: self.peak_marks.lines)
-
-    def _drop_lines(self) -> None:
-        self.capacity_marks.drop()
-        self.peak_marks.drop()
 
     def _user_moved(self, *_: object) -> None:
         if not self._setting_range and self.live:
             self.set_live(False)
+
+    # memory as rows ------------------------------------------------------------------
+    @property
+    def time_plot(self) -> TimePlot:
+        """The plot the others follow in time: bandwidth's while memory is rows."""
+        return self.bandwidth if self.strips_shown else self.memory
+
+    def _show_strips(self, on: bool) -> None:
+        """Memory as a row per GPU (``on``; the bandwidth plot leads) or as lines."""
+        (x0, x1), _ = self.time_plot.getViewBox().viewRange()
+        self.strips_shown = on
+        self.memory.setVisible(not on)
+        self.strips.setVisible(on)
+        self.bandwidth.setXLink(None if on else self.memory)
+        self._setting_range = True
+        self.time_plot.setXRange(x0, x1, padding=0)
+        self._setting_range = False
+
+    def _follow_memory(self) -> None:
+        """While memory is rows, a time range set on the hidden memory plot (a replay's
+        cursor) moves the bandwidth plot, as the link would."""
+        if self.strips_shown and not self._setting_range:
+            (x0, x1), _ = self.memory.getViewBox().viewRange()
+            self._setting_range = True
+            self.bandwidth.setXRange(x0, x1, padding=0)
+            self._setting_range = False
+
+    def _follow_strips(self) -> None:
+        """The rows take the bandwidth view's time range and pixel span."""
+        if not self.strips_shown:
+            return
+        view = self.bandwidth.getViewBox()
+        rect = view.sceneBoundingRect()
+        (x0, x1), _ = view.viewRange()
+        right = self.bandwidth.width() - round(rect.right())
+        self.strips.set_view(tuple(i for i in sorted(self.history.gpus)), x0, x1,
+                             round(rect.left()), max(0, right))
 
     # hovering ------------------------------------------------------------------------
     def _hover(self, plot: pg.PlotWidget, pos: QPointF) -> None:
@@ -302,12 +301,16 @@ class TimePlots(QWidget):
             return
         if self.waiting.scene() is not None:
             self.memory.removeItem(self.waiting)
+        strips = self.focus is None and len(self.history.gpus) >= STRIPS_FROM
+        if strips != self.strips_shown:
+            self._show_strips(strips)
+            force = True
         now = latest.timestamp_s
-        pixels = plot_columns(self.memory)
+        pixels = plot_columns(self.time_plot)
         if self.live:
             x0, x1 = aligned_range(now, self.window_s, pixels)
         else:
-            (x0, x1), _ = self.memory.getViewBox().viewRange()
+            (x0, x1), _ = self.time_plot.getViewBox().viewRange()
         if not force and self.live and now - self._last_drawn_s < (x1 - x0) / pixels:
             return                   # the newest sample would not move it by a column
         self._last_drawn_s = now
@@ -322,27 +325,33 @@ class TimePlots(QWidget):
             for index in [i for i in curves if i not in self.history.gpus]:  # line holds
                 del curves[index]                                            # its rows
         capacities: dict[float, int] = {}
-        spans, shown_rings = [], []
+        spans, shown_rings, measured = [], [], []
         bw_high = -np.inf       # the highest bandwidth shown, bytes/s (-inf: none known)
         for index, ring in sorted(self.history.gpus.items()):
             mem = self._series(self._mem_curves, index, "used_bytes")
             bw = self._series(self._bw_curves, index, BW_COLUMN)
             shown = self.focus is None or index == self.focus
-            mem.setVisible(shown)
+            mem.setVisible(shown and not strips)
             bw.setVisible(shown)
             if not shown:
                 continue
             shown_rings.append(ring)
-            rows = window_rows(ring, x0, x1, (BW_COLUMN, "total_bytes"))
-            values = rows[BW_COLUMN]
+            rows = window_rows(ring, x0, x1, (BW_COLUMN, MEASURED_COLUMN, "total_bytes"))
+            if np.isfinite(rows[MEASURED_COLUMN]).any():    # the GPU measures it (GPM)
+                bw.column = MEASURED_COLUMN
+                measured.append(index)
+            else:
+                bw.column = BW_COLUMN
+            values = rows[bw.column]
             mean = self.band_mode and len(values) > pixels // 2
-            mem.show(ring, mem_scale, x0, x1, pixels, False, False)
+            if not strips:
+                mem.show(ring, mem_scale, x0, x1, pixels, False, False)
             bw.show(ring, bw_scale, x0, x1, pixels, mean,
                     mean and (index in (self.highlight, self.focus) or not many))
             if len(values):
                 bw_high = np.fmax(bw_high, np.fmax.reduce(values))
             if np.isnan(np.add.reduce(rows["total_bytes"])):     # lost for a while
-                spans += [(a, b, f"GPU {index} lost") for a, b in self._lost(ring, x0, x1)]
+                spans += [(a, b, f"GPU {index} lost") for a, b in ring_lost(ring, x0, x1)]
             total = ring.last("total_bytes")
             if total:
                 capacities[total] = capacities.get(total, 0) + 1
@@ -350,80 +359,32 @@ class TimePlots(QWidget):
         self.legend.set_indices(tuple(sorted(self.history.gpus)))
         for item in self._spans:
             item.set_spans(spans)
-        self._update_capacities(capacities, mem_scale)
+        self.scales.update_capacities(capacities, mem_scale)
         used = [] if capacities else [ring_slice(ring, "used_bytes", x0, x1, mem_scale)[1]
                                       for ring in shown_rings]
-        self._fit_memory(bounds(*used)[1])
+        self.scales.fit_memory(bounds(*used)[1])
         peaks = {g.peak_bandwidth_bytes_per_s for g in latest.gpus
                  if g.peak_bandwidth_bytes_per_s and (self.focus is None or
                                                       g.index == self.focus)}
-        self._update_peaks(peaks, bw_scale)
+        self.scales.update_peaks(peaks, bw_scale)
         high = float(bw_high) / bw_scale       # the same as the highest of the scaled values
         unknown = not peaks and not np.isfinite(high)
-        if unknown != self.bandwidth_unknown:
+        if unknown != self.bandwidth_unknown or tuple(measured) != self.measured:
             self.bandwidth_unknown = unknown
+            self.measured = tuple(measured)
             self._set_titles()
-        self._fit_bandwidth(high, max(peaks) / bw_scale if peaks else None)
+        self.scales.fit_bandwidth(high, max(peaks) / bw_scale if peaks else None)
         if self._new_items or self.capacity_marks.added or self.peak_marks.added:
             self._new_items = self.capacity_marks.added = self.peak_marks.added = False
             cache_text_items(self.memory)
             cache_text_items(self.bandwidth)
         if self.live:
             self._setting_range = True
-            self.memory.setXRange(x0, x1, padding=0)
+            self.time_plot.setXRange(x0, x1, padding=0)
             self._setting_range = False
+        self._follow_strips()
         settle(self.memory)
         settle(self.bandwidth)
-
-    def _lost(self, ring: Ring, x0: float, x1: float) -> list[tuple[float, float]]:
-        t, total = ring_slice(ring, "total_bytes", x0, x1, 1.0)
-        _, used = ring_slice(ring, "used_bytes", x0, x1, 1.0)
-        _, bandwidth = ring_slice(ring, BW_COLUMN, x0, x1, 1.0)
-        return lost_spans(t, total, bandwidth, used)
-
-    def _set_y(self, plot: pg.PlotWidget, low: float, high: float) -> None:
-        """Set a y range unless it is the one shown: pyqtgraph redoes the axis and every
-        item's view transform on each call, equal or not."""
-        if self._y_set.get(id(plot)) != (low, high):
-            self._y_set[id(plot)] = (low, high)
-            plot.setYRange(low, high, padding=0)
-
-    def _fit_bandwidth(self, high: float | None = None, peak: float | None = None) -> None:
-        """From zero to the GPUs' peak bandwidth (the estimate is busy % × peak, so it
-        stays under it), with room above its line for the line's label; where no peak is
-        known, to what the data need, at least 1 GB/s. Without arguments: fit the last
-        figures again (the plot changed height)."""
-        if high is not None:
-            self._bw_line = peak is not None and not (np.isfinite(high) and high > peak)
-            if self._bw_line:
-                self._bw_top = peak
-            else:
-                shown = self._bw_range.fit(0.0, high if np.isfinite(high) else 0.0)
-                if shown is not None:
-                    self._bw_top = shown[1]
-        if self._bw_top is not None:
-            line, half = label_px()
-            view_px = self.bandwidth.getViewBox().height()
-            roomy = self.peak_marks.fit_labels(view_px, line)
-            above = line if self._bw_line and roomy else half
-            self._set_y(self.bandwidth, *zero_based_range(self._bw_top, view_px, above, half))
-
-    def _fit_memory(self, high: float | None = None) -> None:
-        """From zero to the largest capacity, with room above its line for the line's
-        label; without a capacity (every GPU lost), to what the data need. Without
-        arguments: fit the last figures again (the plot changed height)."""
-        top = self._mem_top
-        if top is None and high is not None:
-            shown = self._mem_range.fit(0.0, high if np.isfinite(high) else 0.0)
-            top = self._mem_data_top = shown[1] if shown is not None else self._mem_data_top
-        elif top is None:
-            top = self._mem_data_top
-        if top is not None:
-            line, half = label_px()
-            view_px = self.memory.getViewBox().height()
-            roomy = self.capacity_marks.fit_labels(view_px, line)
-            above = line if self._mem_top is not None and roomy else half
-            self._set_y(self.memory, *zero_based_range(top, view_px, above, half))
 
     @staticmethod
     def _series(series: dict[int, Series], index: int, column: str) -> Series:
@@ -432,30 +393,14 @@ class TimePlots(QWidget):
             found = series[index] = Series(index, column)
         return found
 
-    def _update_capacities(self, capacities: dict[float, int], scale: int) -> None:
-        """A dashed line at each capacity that reads differently: two GPUs a few MiB
-        apart (an RTX 4090 and a 3090, both "24.0 GiB") share one line."""
-        label = lambda total: f"capacity {format_bytes(total, self.units)}"  # noqa: E731
-        self.capacity_marks.update({total: total / scale
-                                    for total in one_per_label(capacities, label)}, label)
-        self._mem_top = max(capacities) / scale if capacities else None
-
-    def _update_peaks(self, peaks: set[float], scale: float) -> None:
-        """A dashed line at each distinct peak bandwidth shown, like the capacity line."""
-        label = lambda peak: f"peak {format_bandwidth(peak)}"  # noqa: E731
-        self.peak_marks.update({peak: peak / scale for peak in one_per_label(peaks, label)},
-                               label)
-
     def clear(self) -> None:
         self._mem_curves.clear()
         self._bw_curves.clear()
         self._set_layers()
         for spans in self._spans:
             spans.set_spans([])
-        self._drop_lines()
+        self.scales.drop_lines()
         self.legend.set_indices(())
         self.highlight = None
-        self._bw_range = StickyRange(floor=0.0, min_top=1.0)
-        self._mem_range = StickyRange(floor=0.0, min_top=1.0)
-        self._mem_data_top = self._bw_top = None
+        self.scales.reset()
         self._last_drawn_s = -np.inf
