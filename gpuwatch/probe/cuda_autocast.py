@@ -18,13 +18,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import unset_fake_temporarily
-from torch.overrides import TorchFunctionMode
 
-_FP32_OPS = {
-    F.layer_norm, torch.layer_norm, F.group_norm, torch.group_norm,
-    F.softmax, torch.softmax, torch.Tensor.softmax,
-    F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax,
-}
+# CUDA autocast's fp32 ops, by where they are looked up. They are replaced there while a
+# trace runs rather than caught by a torch function mode: a checkpointed layer's re-run
+# during backward happens outside any such mode and must compute what its forward did.
+_FP32_OPS = (
+    (F, "layer_norm"), (torch, "layer_norm"), (F, "group_norm"), (torch, "group_norm"),
+    (F, "softmax"), (torch, "softmax"), (torch.Tensor, "softmax"),
+    (F, "log_softmax"), (torch, "log_softmax"), (torch.Tensor, "log_softmax"),
+)
 
 
 def _up(x: Any) -> Any:
@@ -33,15 +35,32 @@ def _up(x: Any) -> Any:
     return x
 
 
-class CudaAutocastOps(TorchFunctionMode):
+def _in_fp32(op: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not torch.is_autocast_enabled("cpu"):
+            return op(*args, **kwargs)
+        with torch.autocast("cpu", enabled=False):
+            return op(*(_up(a) for a in args), **{k: _up(v) for k, v in kwargs.items()})
+
+    return run
+
+
+class CudaAutocastOps:
     """Run CUDA autocast's fp32 ops (norms, softmax) in fp32 under CPU autocast."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in _FP32_OPS and torch.is_autocast_enabled("cpu"):
-            with torch.autocast("cpu", enabled=False):
-                return func(*(_up(a) for a in args), **{k: _up(v) for k, v in kwargs.items()})
-        return func(*args, **kwargs)
+    def __enter__(self) -> CudaAutocastOps:
+        self.undo = [(owner, name, owner.__dict__.get(name), getattr(owner, name))
+                     for owner, name in _FP32_OPS]
+        for owner, name, _, op in self.undo:
+            setattr(owner, name, _in_fp32(op))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, own, _ in reversed(self.undo):
+            if own is None:         # inherited (Tensor's methods): drop the shadowing one
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)
 
 
 # Helpers that compute a model's hyperparameters with tensors (``.tolist()``): they run

@@ -157,10 +157,12 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
         mt.track_external(step, *opts, *masters)
         amp = req.precision.startswith("amp")
         half = torch.float16 if req.precision.endswith("fp16") else torch.bfloat16
-        with mt:
+        # CUDA's fp32 ops stay in force through backward, where a checkpointed layer's
+        # re-run turns autocast back on and must compute what its forward did
+        with mt, CudaAutocastOps():
             for i in range(2):
                 mt.watching = i == 1
-                with torch.autocast("cpu", dtype=half, enabled=amp), CudaAutocastOps():
+                with torch.autocast("cpu", dtype=half, enabled=amp):
                     loss = step(x, y)
                 loss.backward()
                 mt.watching = False
