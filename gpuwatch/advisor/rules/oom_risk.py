@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.climb import Climb, current_climb, step_period
 from gpuwatch.advisor.context import (
     Finding,
@@ -237,13 +238,13 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         if free_fraction < s.free_critical_fraction or (trending and ttf is not None
                                                         and ttf < 2.5):
             title = f"GPU {gpu.index} memory full now: {format_bytes(free)} free"
-            badge = "FULL"
+            badge = badges.oom(ttf, free, full_now=True)
         elif trending and ttf is not None:
             title = f"GPU {gpu.index} memory full in ~{format_eta(ttf)} at this rate"
-            badge = f"OOM in ~{format_eta(ttf)}"
+            badge = badges.oom(ttf, free, full_now=False)
         else:
             title = f"GPU {gpu.index} nearly full: {format_bytes(free)} free"
-            badge = f"{format_bytes(free)} FREE"
+            badge = badges.oom(None, free, full_now=False)
         when = ("now" if span < 1 else
                 f"at the highest point of the last {format_duration(span)}")
         evidence = [f"free {format_bytes(free)} of {format_bytes(total)} "
