@@ -22,7 +22,15 @@ from dataclasses import replace
 import numpy as np
 
 from gpuwatch.advisor import badges
-from gpuwatch.advisor.climb import Climb, current_climb, step_period
+from gpuwatch.advisor.climb import (
+    DECELERATING,
+    STILL_CLIMBING,
+    Climb,
+    Stairs,
+    current_climb,
+    staircase,
+    step_period,
+)
 from gpuwatch.advisor.context import (
     Finding,
     RuleContext,
@@ -69,13 +77,14 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         return None
     bar = s.trend_keep_tau if active else s.trend_min_tau
     gaps = 2 if active else 1
+    slowing = STILL_CLIMBING if active else DECELERATING
     for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
                                (s.slow_bucket_s, s.slow_window_s)):
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
         climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
-                              bar, gaps)
+                              bar, gaps, slowing)
         if climb is None:
             continue
         if _stopped(t, used, tie, climb):
@@ -95,6 +104,52 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         if carried is not None:
             return carried
     return None
+
+
+def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
+    """Each process's staircase (pid -> its steps), worked out anew every
+    ``stairs_every_s`` or when the GPU's processes change, and reused in between: the
+    search reads ``stairs_window_s`` of each process's memory."""
+    s = ctx.settings
+    pids = tuple(p.pid for p in gpu.processes)
+    key = ("stairs", gpu.index)
+    known = ctx.memo.get(key)
+    if known is not None and known[1] == pids and 0 <= ctx.now_s - known[0] < s.stairs_every_s:
+        return known[2]
+    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    found = {}
+    for pid in pids:
+        w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
+        stairs = staircase(w["timestamp_s"], w["used_bytes"], tie, s.trend_bucket_s)
+        if stairs is not None:
+            found[pid] = stairs
+    ctx.memo[key] = (ctx.now_s, pids, found)
+    return found
+
+
+def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """The GPU's climb when one of its processes climbs a staircase (the soonest to
+    fill it, if several): steps up that hold, regular in height and interval. Not a
+    process's warm-up, nor one whose next step is overdue (it stopped)."""
+    best = None
+    for pid, st in _stairs(ctx, gpu).items():
+        if st.over(ctx.now_s):
+            continue
+        since_step = max(st.bucket_s, ctx.now_s - st.last_step_s)
+        level = ctx.gpu_peak(gpu.index, since_step)
+        if level is None:
+            continue
+        climb = Climb(rate=st.step_bytes / st.every_s, span_s=st.last_step_s - st.first_step_s,
+                      tau=1.0, since_s=st.first_step_s, bucket_s=st.bucket_s,
+                      level_bytes=level, stairs=st,
+                      next_step_in_s=max(0.0, st.last_step_s + st.every_s - ctx.now_s))
+        if not active and _warming_up(ctx, gpu.index, pid, climb):
+            continue
+        limit = ctx.limit_bytes(gpu)
+        ttf = None if limit is None else climb.time_to(limit)
+        if ttf is not None and (best is None or ttf < best[0]):
+            best = (ttf, climb)
+    return None if best is None else best[1]
 
 
 def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
@@ -128,7 +183,8 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
         if w["used_bytes"].size < 3:
             continue
         c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
-                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps)
+                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
+                          STILL_CLIMBING if active else DECELERATING)
         if c is None or c.span_s < persist:
             continue
         if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
@@ -219,11 +275,15 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         free_fraction = free / total
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 
-        climb = _climb(ctx, gpu, active)
+        climb = _climb(ctx, gpu, active) or _staircase(ctx, gpu, active)
         ttf = None if climb is None else climb.time_to(limit)
         horizon = s.horizon_s * (1.5 if active else 1.0)
         if climb is not None:          # a climb that has gone on for longer is warned sooner
             horizon = max(horizon, min(1.5 * s.horizon_s, climb.span_s))
+        if climb is not None and climb.stairs is not None:
+            # memory that comes in whole steps is warned a step sooner: the step that
+            # fills the card arrives at once
+            horizon = max(horizon, min(climb.span_s, horizon + climb.stairs.every_s))
         trending = ttf is not None and ttf <= horizon
         if not (low_free or trending):
             if active and exit_s is not None and ctx.now_s - exit_s <= s.free_window_s:
@@ -250,7 +310,12 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         evidence = [f"free {format_bytes(free)} of {format_bytes(total)} "
                     f"({100 * free_fraction:.0f} %) {when}"]
         grower = _grower(ctx, gpu, s.trend_window_s)
-        if climb is not None:
+        if climb is not None and climb.stairs is not None:
+            st = climb.stairs
+            evidence.append(f"peak memory climbs in steps of {format_bytes(st.step_bytes)} "
+                            f"every {format_duration(st.every_s)} ({st.steps} so far), the "
+                            f"next due in ~{format_eta(max(1.0, climb.next_step_in_s))}")
+        elif climb is not None:
             evidence.append(f"peak memory climbing {format_growth(climb.rate)}, "
                             f"{steadily(climb.tau)} for the last "
                             f"{format_duration(climb.span_s)}")
