@@ -27,7 +27,7 @@ import sys
 import time
 import warnings
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -109,7 +109,8 @@ def main() -> None:
     started = time.perf_counter()
     rows: list[Row] = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        for part in pool.map(_work, jobs):
+        for done in as_completed([pool.submit(_work, job) for job in jobs]):
+            part = done.result()
             rows += part
             if args.rows is not None:
                 with args.rows.open("a") as f:

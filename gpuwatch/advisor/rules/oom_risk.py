@@ -107,24 +107,34 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 
 
 def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
-    """Each process's staircase (pid -> its steps), worked out anew every
-    ``stairs_every_s`` or when the GPU's processes change, and reused in between: the
-    search reads ``stairs_window_s`` of each process's memory."""
+    """Each process's staircase (pid -> its steps). The search reads ``stairs_window_s``
+    of a process's memory, so a process's finding stands until it is ``stairs_every_s``
+    old *and* its memory has changed since (a flat process's never needs redoing); and
+    at most a quarter of the GPU's processes (two at least) are searched on one sample,
+    the stalest first, so a GPU of many busy processes spreads the work over samples."""
     s = ctx.settings
-    pids = tuple(p.pid for p in gpu.processes)
     key = ("stairs", gpu.index)
-    known = ctx.memo.get(key)
-    if known is not None and known[1] == pids and 0 <= ctx.now_s - known[0] < s.stairs_every_s:
-        return known[2]
+    known: dict[int, tuple[float, Stairs | None]] = ctx.memo.get(key, {})
+    runs = ctx.history.process_runs(gpu.index)
+    flat_since = (None if runs is None or len(runs.value) != len(gpu.processes)
+                  else runs.changed_s)
+    stale = []
+    for i, p in enumerate(gpu.processes):
+        old = known.get(p.pid)
+        if old is None:
+            stale.append((-math.inf, p.pid))
+        elif ctx.now_s - old[0] >= s.stairs_every_s and (
+                flat_since is None or flat_since[i] > old[0]):
+            stale.append((old[0], p.pid))
+    stale.sort()
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
-    found = {}
-    for pid in pids:
+    fresh = {p.pid: known[p.pid] for p in gpu.processes if p.pid in known}
+    for _, pid in stale[:max(2, len(gpu.processes) // 4)]:
         w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
-        stairs = staircase(w["timestamp_s"], w["used_bytes"], tie, s.trend_bucket_s)
-        if stairs is not None:
-            found[pid] = stairs
-    ctx.memo[key] = (ctx.now_s, pids, found)
-    return found
+        fresh[pid] = (ctx.now_s, staircase(w["timestamp_s"], w["used_bytes"], tie,
+                                           s.trend_bucket_s))
+    ctx.memo[key] = fresh
+    return {pid: st for pid, (_, st) in fresh.items() if st is not None}
 
 
 def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
