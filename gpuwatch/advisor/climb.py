@@ -11,6 +11,9 @@ per bucket of one step (at least ``bucket_s``). On that envelope:
   above every earlier one (a single bucket that does not is forgiven: sampling can miss
   a step's top). It must have lasted ``persist_s`` *and* three steps before anyone
   projects it;
+* a **staircase** makes new highs in steps that hold in between, minutes apart: no
+  rising run, but a trend once three steps are regular in interval and height; it is
+  projected step by step (``staircase``, ``Climb.time_to``);
 * a trend that **decelerates** (the newer half of the run climbs at under 60 % of the
   older half's pace: the approach of a warm-up to its plateau) is projected towards the
   level it approaches, not along a line.

@@ -1,14 +1,12 @@
 """``oom-risk``: the GPU is nearly full, or its peak memory is climbing towards full.
 
 Two triggers. Free memory at the recent peak below a floor (5 % of total; critical
-below 2 %). Or a current climb: the envelope of the peaks (the maximum per 10 s bucket,
-so the sawtooth of training steps does not matter) climbs steadily over the last
-5 minutes (Kendall's tau ≥ 0.6), *and* over the last 2 minutes on its own, with the
-newest minute above every earlier peak; drawn from the current peak at the last
-2 minutes' rate, it reaches total − reserved − margin within the horizon (10 min;
-critical within 2 min). A climb that has levelled off is not a risk, however steep it
-was: the end of a warm-up stays quiet. Growth of a process in its first 2 minutes on
-the GPU (loading, first steps) is its warm-up and is not projected.
+below 2 %). Or a current climb of the envelope of the step peaks (``climb.py``): a
+trend carried by a process, not a step that holds and not its warm-up — a rising run
+of new highs, or a staircase of regular steps — that reaches total − reserved −
+margin within the horizon (10 min; critical within 2 min, for a climb that is both
+short and consistent). A climb that has levelled off or stopped is not a risk, however
+steep it was: the end of a warm-up stays quiet.
 
 Thresholds are looser while the hint is open, so it does not flap. When a process
 leaves the GPU and gives its memory back, an open hint closes at once.
