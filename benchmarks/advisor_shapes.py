@@ -13,17 +13,21 @@ Prints the false-alarm rates, the misses, and the distribution of the lead (seco
 before full) per kind of failure. ``gpuwatch`` is whatever Python imports, so older code
 can be measured on the same runs (``PYTHONPATH=<old checkout>:tests/advisor``).
 
-Usage: ``python benchmarks/advisor_shapes.py [--examples 2000] [--jobs 2] [--seed 0]``
+Usage: ``python benchmarks/advisor_shapes.py [--examples 2000] [--jobs 2] [--seed 0]
+[--rows FILE]``. The runs are drawn in chunks of ``--chunk``; with ``--rows`` each
+chunk's rows are appended to FILE (JSON lines) as it finishes, and ``--summarize FILE``
+prints the figures of what a run (finished or not) wrote there.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -84,23 +88,43 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--chunk", type=int, default=50, help="runs drawn per task")
     parser.add_argument("--longest-fill", type=float, default=4 * 3600,
                         help="slowest climb, seconds to fill the card")
     parser.add_argument("--show", type=int, default=5, help="failures to print")
+    parser.add_argument("--rows", type=Path, help="append each chunk's rows here")
+    parser.add_argument("--summarize", type=Path, help="print the figures of a rows file")
     args = parser.parse_args()
+    if args.summarize is not None:
+        rows = [tuple(json.loads(line)) for line in args.summarize.read_text().splitlines()
+                if line.strip()]
+        _report(rows, None, args.jobs, args.show)
+        return
     half = args.examples // 2
-    per = max(1, half // args.jobs)
+    chunks = max(1, half // max(1, args.chunk))
+    per = max(1, half // chunks)
+    # healthy and failing chunks alternate, so a profile cut short has both
     jobs = [(kind, per, args.seed * 1000 + k, args.longest_fill)
-            for kind in ("healthy", "failing") for k in range(args.jobs)]
+            for k in range(chunks) for kind in ("healthy", "failing")]
     started = time.perf_counter()
+    rows: list[Row] = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = [r for part in pool.map(_work, jobs) for r in part]
-    wall = time.perf_counter() - started
+        for done in as_completed([pool.submit(_work, job) for job in jobs]):
+            part = done.result()
+            rows += part
+            if args.rows is not None:
+                with args.rows.open("a") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in part)
+    _report(rows, time.perf_counter() - started, args.jobs, args.show)
+
+
+def _report(rows: list[Row], wall: float | None, jobs: int, show: int) -> None:
     healthy = [r for r in rows if r[0] == "healthy"]
     failing = [r for r in rows if r[0] != "healthy"]
     alarms = [r for r in healthy if r[2]]
     crits = [r for r in healthy if r[3]]
-    print(f"{len(rows)} generated runs in {wall:.0f} s ({args.jobs} processes)\n")
+    took = "" if wall is None else f" in {wall:.0f} s ({jobs} processes)"
+    print(f"{len(rows)} generated runs{took}\n")
     print(f"healthy runs: {len(healthy)}; with a false warning or critical: {len(alarms)} "
           f"({100 * len(alarms) / max(1, len(healthy)):.2f} %), with a false critical: "
           f"{len(crits)} ({100 * len(crits) / max(1, len(healthy)):.2f} %)")
@@ -135,7 +159,7 @@ def main() -> None:
               if r[4] is not None and (r[3] is None or r[3] < r[4])])
     if bad:
         print("\nSome of them:")
-        for line in bad[:args.show]:
+        for line in bad[:show]:
             print("  " + line)
 
 

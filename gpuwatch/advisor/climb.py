@@ -11,6 +11,9 @@ per bucket of one step (at least ``bucket_s``). On that envelope:
   above every earlier one (a single bucket that does not is forgiven: sampling can miss
   a step's top). It must have lasted ``persist_s`` *and* three steps before anyone
   projects it;
+* a **staircase** makes new highs in steps that hold in between, minutes apart: no
+  rising run, but a trend once three steps are regular in interval and height; it is
+  projected step by step (``staircase``, ``Climb.time_to``);
 * a trend that **decelerates** (the newer half of the run climbs at under 60 % of the
   older half's pace: the approach of a warm-up to its plateau) is projected towards the
   level it approaches, not along a line.
@@ -28,6 +31,26 @@ import numpy as np
 from gpuwatch.advisor.trend import bucket_extremes, theil_sen
 
 DECELERATING = 0.6      # newer half's pace / older half's below this: levelling off
+STILL_CLIMBING = 0.45   # …while a hint is open, below this (it does not flap at the bar)
+
+
+@dataclass(frozen=True, slots=True)
+class Stairs:
+    """A staircase of the peak envelope: steps up that hold, of about the same height,
+    at about the same interval (a curriculum lengthening its sequences, a cache growing
+    by one block at a time)."""
+
+    every_s: float              # the median interval between steps
+    step_bytes: float           # the median height of a step
+    first_step_s: float         # when the first step of the run came (a timestamp)
+    last_step_s: float          # when the newest came
+    steps: int
+    bucket_s: float
+
+    def over(self, now_s: float) -> bool:
+        """The next step is late by more than sampling explains: the staircase stopped."""
+        late = max(0.25 * self.every_s, 2 * self.bucket_s)
+        return now_s - self.last_step_s > self.every_s + late
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +65,19 @@ class Climb:
     level_bytes: float          # the newest bucket's peak
     towards_bytes: float | None = None   # where a decelerating climb levels off
     settle_s: float | None = None        # …and its time constant
+    stairs: Stairs | None = None         # a staircase: memory comes in whole steps
+    next_step_in_s: float = 0.0          # …the next of which is due this soon
 
     def time_to(self, limit: float) -> float | None:
         """Seconds until the envelope reaches ``limit`` (0 when there already; None when
-        a decelerating climb levels off below it)."""
+        a decelerating climb levels off below it). A staircase reaches it with the step
+        that crosses it, not along the line through its corners."""
         room = limit - self.level_bytes
         if room <= 0:
             return 0.0
+        if self.stairs is not None:
+            steps = math.ceil(room / self.stairs.step_bytes)
+            return self.next_step_in_s + (steps - 1) * self.stairs.every_s
         if self.towards_bytes is None or self.settle_s is None:
             return room / self.rate
         if self.towards_bytes <= limit:
@@ -69,6 +98,14 @@ def step_period(t: np.ndarray, y: np.ndarray, tie: float) -> float:
         return 0.0
     at = t[1:][d < -0.5 * float(np.median(falls))]
     return float(np.median(np.diff(at))) if at.size >= 3 else 0.0
+
+
+def _slope(t: np.ndarray, y: np.ndarray, tie: float) -> float:
+    """The Theil–Sen slope of three points or more; of two, the line through them."""
+    line = theil_sen(t, y, tie=tie) if t.size >= 3 else None
+    if line is not None:
+        return line.slope
+    return float((y[-1] - y[0]) / (t[-1] - t[0])) if t.size >= 2 and t[-1] > t[0] else 0.0
 
 
 def rising_run(by: np.ndarray, tie: float, gaps: int = 1) -> int | None:
@@ -93,10 +130,12 @@ def rising_run(by: np.ndarray, tie: float, gaps: int = 1) -> int | None:
 
 
 def current_climb(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
-                  recent_s: float, min_tau: float, gaps: int = 1) -> Climb | None:
+                  recent_s: float, min_tau: float, gaps: int = 1,
+                  slowing: float = DECELERATING) -> Climb | None:
     """The climb the envelope of ``used`` (samples at times ``t``, oldest first) is making
     now, or None (flat, falling, or a step that holds). ``recent_s``: the longest stretch
-    of the run whose line is the rate."""
+    of the run whose line is the rate; ``slowing``: the newer half's pace / the older
+    half's below which the climb is levelling off (lower to keep a hint open)."""
     keep = ~np.isnan(used)
     t, used = t[keep], used[keep]
     period = step_period(t, used, tie)
@@ -113,17 +152,80 @@ def current_climb(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
     if line is None or line.slope <= 0 or line.tau < min_tau:
         return None
     towards = settle = None
-    n = by.size - start
-    if n >= 3:               # decelerating: the newer half climbs slower than the older
-        mid = start + n // 2
-        old = (by[mid] - by[start]) / (bt[mid] - bt[start])
-        new = (by[-1] - by[mid]) / (bt[-1] - bt[mid])
-        if old > 0 and new < DECELERATING * old:
+    # decelerating: the newer half climbs slower than the older (each half's own line,
+    # over six buckets of the run at least: single peaks are too noisy to compare)
+    begin = max(first, min(start, by.size - 6))
+    n = by.size - begin
+    if n >= 3:
+        mid = begin + n // 2
+        old = _slope(bt[begin:mid + 1], by[begin:mid + 1], tie)
+        new = _slope(bt[mid:], by[mid:], tie)
+        if old > 0 and new < slowing * old:
             if new <= 0:
                 return None
-            gap = 0.5 * (bt[-1] - bt[start])
+            gap = 0.5 * (bt[-1] - bt[begin])
             settle = gap / math.log(old / new)
             towards = float(by[-1]) + new * settle
     return Climb(rate=line.slope, span_s=float(bt[-1] - bt[base]), tau=line.tau,
                  since_s=float(bt[base]), bucket_s=width, level_bytes=float(by[-1]),
                  towards_bytes=towards, settle_s=settle)
+
+
+STAIR_MIN_STEPS = 3          # two intervals to compare: one step up is only a step
+STAIR_INTERVAL_RATIO = 1.6   # longest / shortest interval of a regular staircase
+STAIR_HEIGHT_RATIO = 3.0     # highest / lowest step
+
+
+def staircase(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float) -> Stairs | None:
+    """The staircase the envelope of ``used`` is climbing now, or None. A step is a new
+    high (a bucket topping every earlier one; new highs in neighbouring buckets are one
+    step) that then holds for at least as long as it took; the staircase is the newest
+    run of at least three such steps whose intervals and heights are regular, the
+    newest of which is not overdue. Steps lower than twice the noise of sampling a
+    step's top are not steps."""
+    keep = ~np.isnan(used)
+    t, used = t[keep], used[keep]
+    if t.size < 8:
+        return None
+    period = step_period(t, used, tie)
+    width = max(bucket_s, 1.5 * period)
+    bt, by = bucket_extremes(t, used, width, "max")
+    if by.size < 2 * STAIR_MIN_STEPS:
+        return None
+    high = np.maximum.accumulate(by)
+    rise = np.diff(high)
+    at = np.flatnonzero(rise > tie) + 1          # buckets that set a new high
+    if at.size < STAIR_MIN_STEPS:
+        return None
+    # the noise of sampling a step's top: how much neighbouring buckets' peaks differ
+    noise = float(np.median(np.abs(np.diff(by))))
+    # neighbouring new highs (at most one bucket apart) are one step; a new high by
+    # little more than that noise is a better sample of a top, not a step
+    split = np.flatnonzero(np.diff(at) > 2) + 1
+    groups = np.split(at, split)
+    starts = np.array([bt[g[0]] for g in groups])
+    lasts = np.array([bt[g[-1]] for g in groups])
+    heights = np.array([high[g[-1]] - high[g[0] - 1] for g in groups])
+    big = heights >= max(3 * tie, 2 * noise)
+    starts, lasts, heights = starts[big], lasts[big], heights[big]
+    # the newest run of regular steps
+    n = heights.size
+    while n >= STAIR_MIN_STEPS and not _regular(starts[-n:], lasts[-n:], heights[-n:]):
+        n -= 1
+    if n < STAIR_MIN_STEPS:
+        return None
+    starts, heights = starts[-n:], heights[-n:]
+    gaps = np.diff(starts)
+    stairs = Stairs(every_s=float(np.median(gaps)), step_bytes=float(np.median(heights)),
+                    first_step_s=float(starts[0]), last_step_s=float(starts[-1]),
+                    steps=int(n), bucket_s=width)
+    return None if stairs.over(float(t[-1])) else stairs
+
+
+def _regular(starts: np.ndarray, lasts: np.ndarray, heights: np.ndarray) -> bool:
+    """Steps at about the same interval, of about the same height, each over well
+    within its interval (steps, not a ramp)."""
+    gaps = np.diff(starts)
+    return bool(gaps.max() <= STAIR_INTERVAL_RATIO * gaps.min()
+                and heights.max() <= STAIR_HEIGHT_RATIO * heights.min()
+                and (lasts - starts).max() <= 0.5 * gaps.min())

@@ -78,7 +78,7 @@ class RuleContext:
                  links: Mapping[ProcessKey, LinkedBudget],
                  allocator: Mapping[ProcessKey, AllocatorStats],
                  active: frozenset[HintKey], gpu_log: GpuLog,
-                 exits: Sequence[ProcessExit] = ()):
+                 exits: Sequence[ProcessExit] = (), memo: dict | None = None):
         if history.latest is None:
             raise ValueError("the history is empty")
         self.history = history
@@ -91,6 +91,9 @@ class RuleContext:
         self.gpu_log = gpu_log
         self.exits = tuple(exits)      # processes that left a GPU lately, oldest first
         self._cache: dict[tuple, dict[str, np.ndarray]] = {}
+        # what a rule worked out on an earlier sample and may reuse while it holds (the
+        # advisor keeps it from one evaluation to the next; a fresh one per context else)
+        self.memo: dict = {} if memo is None else memo
 
     def is_active(self, code: str, gpu_index: int, pid: int | None = None) -> bool:
         return (code, gpu_index, pid) in self.active

@@ -117,6 +117,7 @@ class Advisor:
         self._tracks: dict[HintKey, _Track] = {}
         self._closed_at: dict[HintKey, float] = {}
         self._rule_runs: dict[Rule, tuple[float, list[Finding]]] = {}
+        self._memo: dict = {}
         self._gpu_log = GpuLog()
         self._process_log = ProcessLog()
         self._history: History | None = None
@@ -186,7 +187,8 @@ class Advisor:
                                   s.oom_exit_show_s)
         self._take_probe_figures(snap)
         ctx = RuleContext(history, s, self._links, self._allocator, frozenset(open_hints),
-                          self._gpu_log, tuple(self._process_log.exits.values()))
+                          self._gpu_log, tuple(self._process_log.exits.values()),
+                          self._memo)
         findings: dict[HintKey, Finding] = {}
         over: set[HintKey] = set()
         live = _Live(snap)

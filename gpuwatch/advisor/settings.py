@@ -47,6 +47,10 @@ class AdvisorSettings:
     slow_window_s: float = 900.0
     # Critical needs a consistent climb: this long, this steady.
     critical_persist_s: float = 60.0
+    # A staircase (steps up that hold, regular in height and interval) is looked for in
+    # each process's envelope over stairs_window_s, anew every stairs_every_s.
+    stairs_window_s: float = 2400.0
+    stairs_every_s: float = 10.0
     critical_min_tau: float = 0.8
     # A climb that starts with a process and goes on at the pace it started with is its
     # warm-up (loading weights, the first steps and evaluation filling the caching

@@ -124,6 +124,8 @@ class AllocatorStats:
     inactive_split_bytes: int | None = None    # "inactive_split_bytes.all.current"
     num_alloc_retries: int | None = None       # cudaMalloc retries after freeing the cache
     num_ooms: int | None = None
+    # "allocated_bytes.all.peak": the most the tensors ever held at once (a step's top)
+    allocated_peak_bytes: int | None = None
 
 
 def _number(value: float | int | None) -> float | int | None:

@@ -121,7 +121,8 @@ class ProbeReport:
         if a is None:
             return None
         return AllocatorStats(self.published_at_s, a.reserved_bytes, a.allocated_bytes,
-                              a.inactive_split_bytes, a.num_alloc_retries, a.num_ooms)
+                              a.inactive_split_bytes, a.num_alloc_retries, a.num_ooms,
+                              a.allocated_peak_bytes)
 
 
 class ProbeFormatError(ValueError):

@@ -47,6 +47,7 @@ WARMUP_MAX_S = 360.0           # the longest warm-up
 CARDS_GIB = (16, 24, 40, 48, 80, 94, 141)
 WARMUPS = ("linear", "staircase", "plateau")
 FAILURES = ("leak", "drift", "staircase", "ramp")
+EVIDENCE_S = 15.0              # a warning's condition holds this long before it opens
 
 
 @dataclass(frozen=True)
@@ -147,12 +148,16 @@ class RunSpec:
         full = None
         if self.failure is not None:
             main = self.gpus[0][0]
-            # the climb alone fills the card (others, an evaluation, fill it sooner)
-            room = (1.0 - self.reserved_bytes / self.total_bytes - self.driver
-                    - main.level - main.amplitude)
+            # the climb alone fills the card from the GPU's healthy peak (all of its
+            # processes, evaluations included) in fill_s; sooner where the climb adds
+            # to a lower moment
+            tops = [s.demand(t, top=True) for s in self.gpus[0]]
+            during = t >= self.failure.start_s
+            healthy_top = self.driver + float(np.nanmax(
+                np.nansum(np.vstack(tops), axis=0)[during]))
+            room = 1.0 - self.reserved_bytes / self.total_bytes - healthy_top
             per[0][0] = per[0][0] + self.failure.extra(t_seen, room, main)
             # full: the first second whose step tops out above the card
-            tops = [s.demand(t, top=True) for s in self.gpus[0]]
             tops[0] = tops[0] + self.failure.extra(t, room, main, top=True)
             capacity = self.total_bytes - self.reserved_bytes
             total = self.driver + np.nansum(np.vstack(tops), axis=0)
@@ -184,6 +189,8 @@ def snapshots(spec: RunSpec):
     driver = int(spec.driver * total)
     info = BackendInfo(BackendKind.SIMULATED)
     for i, ti in enumerate(t):
+        if full is not None and ti > full + 120:
+            return
         gpus = []
         for g, demands in enumerate(per):
             procs = tuple(ProcessSample(1000 + 100 * g + k, g, int(d[i]), "compute",
@@ -288,26 +295,38 @@ def _run(draw, duration_s: int) -> RunSpec:
 
 
 @st.composite
-def failing_runs(draw, longest_fill_s: float = 4 * 3600) -> RunSpec:
+def failing_runs(draw, longest_fill_s: float = 4 * 3600,
+                 kinds: tuple[str, ...] = FAILURES) -> RunSpec:
     """A run that fills its card: the advisor must warn in time."""
     base = _run(draw, 1200)
     main = base.gpus[0][0]
-    kind = draw(st.sampled_from(FAILURES))
+    kind = draw(st.sampled_from(kinds))
     fastest = {"ramp": 120.0, "staircase": 600.0, "leak": 600.0, "drift": 1800.0}[kind]
     slowest = {"ramp": 1800.0, "staircase": 3600.0}.get(kind, longest_fill_s)
-    # a climb over fewer than 6 training steps is a step up as far as anyone can tell
-    fastest = max(fastest, 6 * main.period_s)
+    # A climb must outlast the evidence that it is one, plus the lead it is owed: a
+    # trend is told from a step once it has made new highs for 40 s and four training
+    # steps (each in its own bucket: 1.5 steps, 10 s at least), and a warning holds
+    # 15 s before it opens. A shorter one is a step up as far as anyone can tell.
+    evidence = EVIDENCE_S + max(40.0, 4 * main.period_s) + max(10.0, 1.5 * main.period_s)
+    fastest = max(fastest, 6 * main.period_s, evidence + 60.0, evidence / 0.75)
     fill_s = draw(st.floats(fastest, max(fastest, slowest)))
     if kind in ("leak", "drift") and fill_s >= 1800 and draw(st.booleans()):
         start = main.start_s                   # from the first step on
     else:                                      # past the longest warm-up
         start = main.start_s + max(WARMUP_MAX_S, main.warmup_s) + draw(st.floats(0, 600))
-    step_every = draw(st.floats(60, min(600.0, fill_s / 3))) if kind == "staircase" else 0.0
-    # the card fills because of the climb: no process arrives on it once it has begun
-    base.gpus[0] = [main] + [p for p in base.gpus[0][1:] if p.start_s < start]
+    # a staircase is one from its third step (two intervals to compare), and must make
+    # it in time to be warned of: five steps at least to fill the card
+    step_every = draw(st.floats(60, min(600.0, fill_s / 5))) if kind == "staircase" else 0.0
+    # the card fills because of the climb: no process arrives on it once it has begun,
+    # and those there when it begins stay
+    base.gpus[0] = [main] + [p if p.end_s is None or p.end_s < start
+                             else Shape(**{**p.__dict__, "end_s": None})
+                             for p in base.gpus[0][1:] if p.start_s < start]
     base.failure = Failure(kind, start, fill_s, step_every)
     climb_s = fill_s if kind != "staircase" else math.ceil(fill_s / step_every) * step_every
-    base.duration_s = int(start + max(fill_s * 1.1, climb_s + 60) + 120)
+    # run until the card is full, and two minutes on (``snapshots`` stops there): an
+    # evaluation's spike may be what tops it, late in the climb
+    base.duration_s = int(start + 2 * max(fill_s, climb_s) + 600)
     base.label = (f"failing: {kind} filling in {fill_s / 60:.0f} min from "
                   f"{start:.0f} s; " + base.label)
     return base

@@ -54,8 +54,10 @@ def test_a_process_that_exits_with_its_gpu_full_is_named_at_once() -> None:
     h = event.hint
     assert t == 400 and h.severity is Severity.WARNING and (h.gpu_index, h.pid) == (0, 7)
     assert h.title == "pid 7 (proc7) exited at 39.9 GiB / 40.0 GiB — likely out of memory"
-    assert any("(100 %) in its last 30 s" in e for e in h.evidence)
+    assert any("(100 %) in its last 30 s" in e and e.endswith(" of it held by this process")
+               for e in h.evidence), h.evidence
     assert any("out-of-memory warning had been up for" in e for e in h.evidence)
+    assert h.badge == "OOM · pid 7"
     assert "CUDA out of memory" in h.actions[0].text
     assert any("smaller micro-batch" in a.text for a in h.actions)
     assert h.value("gpu_used_bytes") == pytest.approx(TOTAL - 88 * MIB, abs=MIB)

@@ -49,8 +49,15 @@ SHAPES: list[tuple[str, Callable[[float], float], float, Severity | None]] = [
      lambda t: saw(t, 8 * GIB, 12 * GIB, 20) + min(t, 260) * 50 * MIB, 300, None),
     ("a fast climb to 28 % free that stopped a minute ago",
      lambda t: GIB + min(t, 240) * 120 * MIB, 300, None),
-    ("a staircase whose last step was 40 s ago",
-     lambda t: (8 + 6 * min(3, int(t // 90))) * GIB, 310, None),
+    # steps of 6 GiB every 90 s: a staircase from its third step, warned while its next
+    # step is due (two more fill the card); over once that step is late by more than a
+    # quarter of its interval
+    ("a regular staircase, its next step due",
+     lambda t: (8 + 6 * min(3, int(t // 90))) * GIB, 310, Severity.WARNING),
+    ("a staircase whose next step is 40 s late",
+     lambda t: (8 + 6 * min(3, int(t // 90))) * GIB, 400, None),
+    ("irregular steps: 30 s, then 200 s apart",
+     lambda t: (8 + 6 * ((t >= 60) + (t >= 90) + (t >= 290))) * GIB, 320, None),
     ("an evaluation lifts memory 8 GiB at once, then stays", lambda t: (20 if t < 250 else 28)
      * GIB, 300, None),
 ]

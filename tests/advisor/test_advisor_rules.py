@@ -7,8 +7,10 @@ from collections.abc import Callable
 
 import pytest
 from advisor_support import GIB, MIB, context, gpu, history_of, snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gpuwatch.advisor import AdvisorSettings, LinkedBudget
+from gpuwatch.advisor import AdvisorSettings, LinkedBudget, badges
 from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.advisor.rules import (
     bandwidth_saturated,
@@ -219,6 +221,13 @@ def test_fragmentation_needs_a_budget_or_allocator_stats() -> None:
     (AllocatorStats(0, inactive_split_bytes=3 * GIB), True, "split blocks"),
     (AllocatorStats(0, num_alloc_retries=4), True, "4 allocation retries"),
     (AllocatorStats(0), False, ""),
+    # between steps: 20 GiB allocated of 60 GiB reserved, but the step's top needs 58
+    # GiB: a healthy cached allocator, not fragmentation
+    (AllocatorStats(0, reserved_bytes=60 * GIB, allocated_bytes=20 * GIB,
+                    allocated_peak_bytes=58 * GIB), False, ""),
+    # 60 GiB reserved when the tensors never held more than 30 at once: fragmented
+    (AllocatorStats(0, reserved_bytes=60 * GIB, allocated_bytes=20 * GIB,
+                    allocated_peak_bytes=30 * GIB), True, "never held more than 30.0 GiB"),
 ])
 def test_fragmentation_from_allocator_stats(stats: AllocatorStats, fires: bool,
                                             phrase: str) -> None:
@@ -229,6 +238,26 @@ def test_fragmentation_from_allocator_stats(stats: AllocatorStats, fires: bool,
     if fires:
         assert any(phrase in e for e in found[0].evidence)
         assert any("expandable_segments" in a.text for a in found[0].actions)
+        assert found[0].badge is not None and found[0].badge.startswith("FRAGMENTED")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 80 * GIB), st.integers(0, 80 * GIB), st.integers(0, 80 * GIB))
+def test_a_cached_allocator_is_judged_against_its_peak(reserved: int, allocated: int,
+                                                       peak: int) -> None:
+    """With the peak known, what the allocator holds beyond the largest step it ever
+    served is what can be called fragmented, whatever is allocated at the sample."""
+    allocated = min(allocated, reserved)
+    peak = max(peak, allocated)
+    h = history_of(lambda t: snapshot(t, gpu(total=80 * GIB, used=61 * GIB,
+                                             procs=[(5, 61 * GIB)])), 10)
+    stats = AllocatorStats(0, reserved_bytes=reserved, allocated_bytes=allocated,
+                           allocated_peak_bytes=peak)
+    found = fragmentation(context(h, allocator={(0, 5): stats}))
+    idle = reserved - peak
+    assert bool(found) is (idle >= 2 * GIB and idle >= 0.3 * reserved)
+    if found:
+        assert found[0].badge == badges.fragmented(idle)
 
 
 # --- contention ---------------------------------------------------------------------

@@ -83,6 +83,7 @@ def test_injected_allocator_statistics_fill_the_cuda_fields(tmp_path):
     assert (a.num_alloc_retries, a.num_ooms, a.cached_free_bytes) == (3, 1, 54)
     stats_for_advisor = report.allocator_stats()
     assert stats_for_advisor.reserved_bytes == 64 and stats_for_advisor.allocated_bytes == 10
+    assert stats_for_advisor.allocated_peak_bytes == a.allocated_peak_bytes is not None
 
 
 def test_files_are_private_and_written_whole(tmp_path, monkeypatch):

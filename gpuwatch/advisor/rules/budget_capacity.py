@@ -8,6 +8,7 @@ levers, each marked with whether it alone would make the run fit.
 
 from __future__ import annotations
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.context import Finding, RuleContext, process_of
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.units import format_bytes
@@ -60,7 +61,7 @@ def budget_exceeds_capacity(ctx: RuleContext) -> list[Finding]:
                       f"{format_bytes(ctx.others_bytes(gpu, pid) or 0)} held by others",
                       f"short by {format_bytes(lacking)}: expect an out-of-memory error "
                       "at the run's peak"),
-            actions=tuple(actions[:MAX_ACTIONS]),
+            actions=tuple(actions[:MAX_ACTIONS]), badge=badges.short(lacking),
             values=(("budget_bytes", link.peak_bytes), ("left_bytes", int(left)),
                     ("short_bytes", int(lacking))),
         ))

@@ -8,6 +8,7 @@ coincide tomorrow: when they do, one of the processes runs out of memory.
 
 from __future__ import annotations
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample
@@ -85,7 +86,7 @@ def contention(ctx: RuleContext) -> list[Finding]:
                    f"together; {format_bytes(limit)} fits"),
             evidence=(listing, f"with the driver and small processes: {format_bytes(combined)} "
                       f"vs {format_bytes(limit)} usable ({format_bytes(combined - limit)} over)"),
-            actions=tuple(actions),
+            actions=tuple(actions), badge=badges.over(combined - limit),
             values=(("combined_bytes", int(combined)), ("usable_bytes", int(limit)),
                     ("processes", len(rivals))),
         ))

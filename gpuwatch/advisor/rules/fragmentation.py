@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.core.hints import AllocatorStats, HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
@@ -65,7 +66,7 @@ def _from_budget(ctx: RuleContext, gpu: GpuSample, p: ProcessSample) -> Finding 
         process_name=p.name,
         title=(f"pid {p.pid} holds {format_bytes(extra)} more than its budget: "
                "likely allocator fragmentation"),
-        badge=f"FRAGMENTED {format_bytes(extra)}",
+        badge=badges.fragmented(extra),
         evidence=(f"it holds {format_bytes(measured)} (its usual peak over the last "
                   f"{format_duration(s.frag_window_s)}); its budget ({link.label}) peaks at "
                   f"{format_bytes(link.peak_bytes)}",
@@ -83,13 +84,22 @@ def _from_allocator(ctx: RuleContext, gpu: GpuSample, p: ProcessSample,
     bar = 0.75 if ctx.is_active(CODE, gpu.index, p.pid) else 1.0
     evidence = []
     slack = None
-    if st.reserved_bytes is not None and st.allocated_bytes is not None:
-        slack = st.reserved_bytes - st.allocated_bytes
+    # Between steps a healthy caching allocator keeps what the step's top needs: judged
+    # against that top (the peak allocation) where the probe reports it, not against
+    # what happens to be allocated at the moment of the sample.
+    needed = st.allocated_bytes if st.allocated_peak_bytes is None else \
+        max(st.allocated_peak_bytes, st.allocated_bytes or 0)
+    if st.reserved_bytes is not None and needed is not None:
+        slack = st.reserved_bytes - needed
         if (slack >= bar * s.frag_min_slack_bytes
                 and slack >= bar * s.frag_slack_fraction * st.reserved_bytes):
-            evidence.append(f"allocator reserves {format_bytes(st.reserved_bytes)} but only "
-                            f"{format_bytes(st.allocated_bytes)} is allocated "
-                            f"({format_bytes(slack)} cached and idle)")
+            evidence.append(
+                f"allocator reserves {format_bytes(st.reserved_bytes)} but only "
+                f"{format_bytes(st.allocated_bytes)} is allocated "
+                f"({format_bytes(slack)} cached and idle)" if st.allocated_peak_bytes is None
+                else f"allocator reserves {format_bytes(st.reserved_bytes)} but its tensors "
+                f"never held more than {format_bytes(needed)} at once "
+                f"({format_bytes(slack)} cached beyond any step's need)")
     if (st.inactive_split_bytes is not None
             and st.inactive_split_bytes >= bar * s.frag_min_inactive_split_bytes):
         evidence.append(f"{format_bytes(st.inactive_split_bytes)} sits in split blocks "
@@ -104,13 +114,13 @@ def _from_allocator(ctx: RuleContext, gpu: GpuSample, p: ProcessSample,
         code=CODE, severity=Severity.WARNING, gpu_index=gpu.index, pid=p.pid,
         process_name=p.name,
         title=f"pid {p.pid}: the caching allocator is fragmented",
-        badge=("FRAGMENTED" if slack is None or slack <= 0 else
-               f"FRAGMENTED {format_bytes(slack)}"),
+        badge=badges.fragmented(slack),
         evidence=tuple(evidence),
         actions=_actions(slack if slack is not None and slack > 0 else None),
         values=(("reserved_bytes", st.reserved_bytes), ("allocated_bytes", st.allocated_bytes),
                 ("inactive_split_bytes", st.inactive_split_bytes),
-                ("num_alloc_retries", st.num_alloc_retries)),
+                ("num_alloc_retries", st.num_alloc_retries),
+                ("allocated_peak_bytes", st.allocated_peak_bytes)),
     )
 
 

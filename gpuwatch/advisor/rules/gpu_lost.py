@@ -3,6 +3,7 @@ comes back (info, shown for two minutes)."""
 
 from __future__ import annotations
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.units import format_duration
@@ -21,7 +22,7 @@ def gpu_lost(ctx: RuleContext) -> list[Finding]:
             evidence.append(f"driver says: {log.errors[index]}")
         out.append(Finding(
             code=LOST, severity=Severity.CRITICAL, gpu_index=index, pid=None,
-            title=f"GPU {index}{f' ({name})' if name else ''} was lost", badge="LOST",
+            title=f"GPU {index}{f' ({name})' if name else ''} was lost", badge=badges.LOST,
             evidence=tuple(evidence),
             actions=(HintAction("Check `dmesg` for Xid errors; the processes on it have "
                                 "probably failed"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.context import (
     Finding,
     RuleContext,
@@ -105,7 +106,7 @@ def _finding(ctx: RuleContext, gpu: GpuSample, p: ProcessSample, trend: Trend) -
         code=CODE, severity=Severity.WARNING, gpu_index=gpu.index, pid=p.pid,
         process_name=p.name,
         title=f"pid {p.pid} ({p.name or '?'}) leaks ~{format_growth(trend.slope)}",
-        badge=f"LEAK +{format_growth(trend.slope)}",
+        badge=badges.leak(trend.slope),
         evidence=tuple(evidence),
         actions=(HintAction("Look for tensors kept across steps: accumulate losses with "
                             "loss.item() or loss.detach(), not the tensor itself"),

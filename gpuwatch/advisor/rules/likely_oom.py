@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from gpuwatch.advisor import badges
 from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.advisor.process_log import ProcessExit
 from gpuwatch.advisor.rules.fragmentation import ALLOC_CONF
@@ -69,7 +70,7 @@ def _finding(ctx: RuleContext, e: ProcessExit) -> Finding:
                         f"({100 * peak / total:.0f} %) in its last "
                         f"{format_duration(ctx.settings.oom_exit_window_s)}"
                         + ("" if e.used_bytes is None
-                           else f", {format_bytes(e.used_bytes)} of it this process's"))
+                           else f", {format_bytes(e.used_bytes)} of it held by this process"))
     if e.oom_risk is not None:
         evidence.append(f"the out-of-memory warning had been up for "
                         f"{format_duration(e.exited_at_s - e.oom_risk.opened_at_s)}: "
@@ -84,7 +85,7 @@ def _finding(ctx: RuleContext, e: ProcessExit) -> Finding:
         code=CODE, severity=Severity.WARNING, gpu_index=e.gpu_index, pid=e.pid,
         process_name=e.name,
         title=f"{who} exited at {at} — likely out of memory",
-        badge=f"OOM · pid {e.pid}",
+        badge=badges.died(e.pid),
         evidence=tuple(evidence), actions=_actions(e),
         values=(("exited_at_s", e.exited_at_s), ("gpu_used_bytes", peak),
                 ("total_bytes", total or None), ("process_bytes", e.used_bytes),

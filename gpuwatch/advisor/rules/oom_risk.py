@@ -1,14 +1,12 @@
 """``oom-risk``: the GPU is nearly full, or its peak memory is climbing towards full.
 
 Two triggers. Free memory at the recent peak below a floor (5 % of total; critical
-below 2 %). Or a current climb: the envelope of the peaks (the maximum per 10 s bucket,
-so the sawtooth of training steps does not matter) climbs steadily over the last
-5 minutes (Kendall's tau ≥ 0.6), *and* over the last 2 minutes on its own, with the
-newest minute above every earlier peak; drawn from the current peak at the last
-2 minutes' rate, it reaches total − reserved − margin within the horizon (10 min;
-critical within 2 min). A climb that has levelled off is not a risk, however steep it
-was: the end of a warm-up stays quiet. Growth of a process in its first 2 minutes on
-the GPU (loading, first steps) is its warm-up and is not projected.
+below 2 %). Or a current climb of the envelope of the step peaks (``climb.py``): a
+trend carried by a process, not a step that holds and not its warm-up — a rising run
+of new highs, or a staircase of regular steps — that reaches total − reserved −
+margin within the horizon (10 min; critical within 2 min, for a climb that is both
+short and consistent). A climb that has levelled off or stopped is not a risk, however
+steep it was: the end of a warm-up stays quiet.
 
 Thresholds are looser while the hint is open, so it does not flap. When a process
 leaves the GPU and gives its memory back, an open hint closes at once.
@@ -21,7 +19,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from gpuwatch.advisor.climb import Climb, current_climb, step_period
+from gpuwatch.advisor import badges
+from gpuwatch.advisor.climb import (
+    DECELERATING,
+    STILL_CLIMBING,
+    Climb,
+    Stairs,
+    current_climb,
+    staircase,
+    step_period,
+)
 from gpuwatch.advisor.context import (
     Finding,
     RuleContext,
@@ -68,13 +75,14 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         return None
     bar = s.trend_keep_tau if active else s.trend_min_tau
     gaps = 2 if active else 1
+    slowing = STILL_CLIMBING if active else DECELERATING
     for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
                                (s.slow_bucket_s, s.slow_window_s)):
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
         climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
-                              bar, gaps)
+                              bar, gaps, slowing)
         if climb is None:
             continue
         if _stopped(t, used, tie, climb):
@@ -94,6 +102,62 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         if carried is not None:
             return carried
     return None
+
+
+def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
+    """Each process's staircase (pid -> its steps). The search reads ``stairs_window_s``
+    of a process's memory, so a process's finding stands until it is ``stairs_every_s``
+    old *and* its memory has changed since (a flat process's never needs redoing); and
+    at most a quarter of the GPU's processes (two at least) are searched on one sample,
+    the stalest first, so a GPU of many busy processes spreads the work over samples."""
+    s = ctx.settings
+    key = ("stairs", gpu.index)
+    known: dict[int, tuple[float, Stairs | None]] = ctx.memo.get(key, {})
+    runs = ctx.history.process_runs(gpu.index)
+    flat_since = (None if runs is None or len(runs.value) != len(gpu.processes)
+                  else runs.changed_s)
+    stale = []
+    for i, p in enumerate(gpu.processes):
+        old = known.get(p.pid)
+        if old is None:
+            stale.append((-math.inf, p.pid))
+        elif ctx.now_s - old[0] >= s.stairs_every_s and (
+                flat_since is None or flat_since[i] > old[0]):
+            stale.append((old[0], p.pid))
+    stale.sort()
+    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    fresh = {p.pid: known[p.pid] for p in gpu.processes if p.pid in known}
+    for _, pid in stale[:max(2, len(gpu.processes) // 4)]:
+        w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
+        fresh[pid] = (ctx.now_s, staircase(w["timestamp_s"], w["used_bytes"], tie,
+                                           s.trend_bucket_s))
+    ctx.memo[key] = fresh
+    return {pid: st for pid, (_, st) in fresh.items() if st is not None}
+
+
+def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """The GPU's climb when one of its processes climbs a staircase (the soonest to
+    fill it, if several): steps up that hold, regular in height and interval. Not a
+    process's warm-up, nor one whose next step is overdue (it stopped)."""
+    best = None
+    for pid, st in _stairs(ctx, gpu).items():
+        if st.over(ctx.now_s):
+            continue
+        since_step = max(st.bucket_s, ctx.now_s - st.last_step_s)
+        level = ctx.gpu_peak(gpu.index, since_step)
+        if level is None:
+            continue
+        climb = Climb(rate=st.step_bytes / st.every_s, span_s=st.last_step_s - st.first_step_s,
+                      tau=1.0, since_s=st.first_step_s, bucket_s=st.bucket_s,
+                      level_bytes=level, stairs=st,
+                      next_step_in_s=max(0.0, st.last_step_s + st.every_s - ctx.now_s))
+        if not active and _warming_up(ctx, gpu.index, pid, climb):
+            continue
+        limit = ctx.limit_bytes(gpu)
+        ttf = None if limit is None else climb.time_to(limit)
+        if ttf is not None and (best is None or ttf < best[0]):
+            best = (ttf, climb)
+    return None if best is None else best[1]
 
 
 def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
@@ -127,7 +191,8 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
         if w["used_bytes"].size < 3:
             continue
         c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
-                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps)
+                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
+                          STILL_CLIMBING if active else DECELERATING)
         if c is None or c.span_s < persist:
             continue
         if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
@@ -218,11 +283,15 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         free_fraction = free / total
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 
-        climb = _climb(ctx, gpu, active)
+        climb = _climb(ctx, gpu, active) or _staircase(ctx, gpu, active)
         ttf = None if climb is None else climb.time_to(limit)
         horizon = s.horizon_s * (1.5 if active else 1.0)
         if climb is not None:          # a climb that has gone on for longer is warned sooner
             horizon = max(horizon, min(1.5 * s.horizon_s, climb.span_s))
+        if climb is not None and climb.stairs is not None:
+            # memory that comes in whole steps is warned a step sooner: the step that
+            # fills the card arrives at once
+            horizon = max(horizon, min(climb.span_s, horizon + climb.stairs.every_s))
         trending = ttf is not None and ttf <= horizon
         if not (low_free or trending):
             if active and exit_s is not None and ctx.now_s - exit_s <= s.free_window_s:
@@ -237,19 +306,24 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         if free_fraction < s.free_critical_fraction or (trending and ttf is not None
                                                         and ttf < 2.5):
             title = f"GPU {gpu.index} memory full now: {format_bytes(free)} free"
-            badge = "FULL"
+            badge = badges.oom(ttf, free, full_now=True)
         elif trending and ttf is not None:
             title = f"GPU {gpu.index} memory full in ~{format_eta(ttf)} at this rate"
-            badge = f"OOM in ~{format_eta(ttf)}"
+            badge = badges.oom(ttf, free, full_now=False)
         else:
             title = f"GPU {gpu.index} nearly full: {format_bytes(free)} free"
-            badge = f"{format_bytes(free)} FREE"
+            badge = badges.oom(None, free, full_now=False)
         when = ("now" if span < 1 else
                 f"at the highest point of the last {format_duration(span)}")
         evidence = [f"free {format_bytes(free)} of {format_bytes(total)} "
                     f"({100 * free_fraction:.0f} %) {when}"]
         grower = _grower(ctx, gpu, s.trend_window_s)
-        if climb is not None:
+        if climb is not None and climb.stairs is not None:
+            st = climb.stairs
+            evidence.append(f"peak memory climbs in steps of {format_bytes(st.step_bytes)} "
+                            f"every {format_duration(st.every_s)} ({st.steps} so far), the "
+                            f"next due in ~{format_eta(max(1.0, climb.next_step_in_s))}")
+        elif climb is not None:
             evidence.append(f"peak memory climbing {format_growth(climb.rate)}, "
                             f"{steadily(climb.tau)} for the last "
                             f"{format_duration(climb.span_s)}")

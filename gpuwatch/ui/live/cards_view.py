@@ -178,7 +178,7 @@ class CardsView(QScrollArea):
         self.set_hint_levels(
             {gpu: hs[0].severity for gpu, hs in reasons.items()},
             {gpu: tuple(hint_sentence(h) for h in hs) for gpu, hs in reasons.items()},
-            {gpu: badge_text(hs[0], self._units) for gpu, hs in reasons.items()})
+            {gpu: badge_text(hs[0]) for gpu, hs in reasons.items()})
         self.show_worst()
 
     def set_hint_levels(self, levels: Mapping[int, Severity],
