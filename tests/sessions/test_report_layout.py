@@ -284,7 +284,7 @@ def test_the_summary_block_answers_at_a_glance(oom_session, tmp_path) -> None:
         in text
     w = r.worst_hint
     assert (w.severity, w.hint.code) == ("critical", "oom-risk")
-    assert f"CRITICAL {w.hint.title} — oom-risk on GPU 0, opened at 2 min 49 s, critical at " \
+    assert f"CRITICAL {w.hint.title} — oom-risk on GPU 0, opened at 2 min 39 s, critical at " \
            f"5 min 07 s · 1 more hint below" in text
     assert f"<p class='summary'>{r.summary[0]}</p>" in block   # the out-of-memory sentence
     assert f"Closed normally at {clock(r.info.ended_at_s)}, after 10 min." in text
@@ -303,7 +303,7 @@ def test_the_pdf_opens_with_the_summary_block(oom_session, tmp_path) -> None:
     r = _report(oom_session)
     first = " ".join(_pdf_pages(export(oom_session, "pdf", tmp_path / "r.pdf"))[0].split())
     for words in ("peak 39.6 / 40.0 GiB (99 %)", "above 90 % for 1 min",
-                  "CRITICAL GPU 0 memory full now", "opened at 2 min 49 s",
+                  "CRITICAL GPU 0 memory full now", "opened at 2 min 39 s",
                   r.summary[0], "Closed normally at"):
         assert words in first
     assert first.index("Closed normally at") < first.index("Marked: warning")   # before charts
