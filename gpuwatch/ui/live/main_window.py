@@ -86,6 +86,8 @@ class MainWindow(QMainWindow):
         self.pace = RedrawPace(self)       # calm: see redraw_pace; off until turned on
         self.pace.due.connect(self.catch_up)
         self.pace.changed.connect(self._update_status)
+        self._refit = QTimer(self, singleShot=True, interval=0)   # after a resize is laid out
+        self._refit.timeout.connect(self._fit_splits)
         self.backend: BackendInfo | None = None
         self.sampling_state = "Starting…"
         self.setWindowTitle("gpuwatch")
@@ -395,7 +397,7 @@ class MainWindow(QMainWindow):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         if self.isVisible():      # once the new size is laid out (a card's sparkline too)
-            QTimer.singleShot(0, self, self._fit_splits)
+            self._refit.start()
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
