@@ -85,10 +85,13 @@ make_dir() {
   for (( i=${#missing[@]}-1; i>=0; i-- )); do note dir "${missing[$i]}"; done
 }
 listed() {      # listed KIND PATH: the manifest has that entry
-  [ -f "$manifest" ] && cut -f1,2 "$manifest" | grep -Fxq "$(printf '%s\t%s' "$1" "$2")"
+  # one awk, no pipe: under pipefail, `cut | grep -q` fails when grep stops reading early
+  # (the path through ENVIRON: awk -v would read its backslashes as escapes)
+  [ -f "$manifest" ] && K="$1" P="$2" awk -F'\t' \
+    '$1 == ENVIRON["K"] && $2 == ENVIRON["P"] { found = 1; exit } END { exit !found }' "$manifest"
 }
 link_target() {  # the target the manifest noted for a link
-  [ -f "$manifest" ] && awk -F'\t' -v p="$2" '$1 == "link" && $2 == p { print $3 }' "$manifest" | tail -n 1
+  [ -f "$manifest" ] && P="$2" awk -F'\t' '$1 == "link" && $2 == ENVIRON["P"] { t = $3 } END { print t }' "$manifest"
 }
 
 if [ "$mode" = uninstall ]; then
