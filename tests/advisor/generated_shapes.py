@@ -13,8 +13,9 @@ A failing run is a healthy one whose first training process, past the longest wa
 full, with no process arriving once it has begun: a linear leak (the
 level rises), a slow drift (the peaks rise: the sawtooth grows), a curriculum staircase
 (the level steps up every few minutes), or a ramp to out-of-memory, filling the card in
-minutes to hours, over at least 6 training steps. The process dies the second its step
-tops out above the card.
+minutes to hours, over at least 6 training steps. The process dies the second its GPU's
+processes together want more than the card: their real demand, each at its own phase,
+followed on a 20 ms grid (the top of a step, which one-a-second samples may never see).
 
 Runs are sampled every second into ``Snapshot``s, appended to a ``History`` and fed to
 the ``Advisor`` sample by sample, as the recorder and the window do.
@@ -47,6 +48,7 @@ WARMUP_MAX_S = 360.0           # the longest warm-up
 CARDS_GIB = (16, 24, 40, 48, 80, 94, 141)
 WARMUPS = ("linear", "staircase", "plateau")
 FAILURES = ("leak", "drift", "staircase", "ramp")
+FINE_S = 0.02                  # the grid on which a run's real demand is followed
 EVIDENCE_S = 15.0              # a warning's condition holds this long before it opens
 
 
@@ -70,10 +72,8 @@ class Shape:
     ckpt_every_s: float | None = None
     ckpt_s: float = 0.0
 
-    def demand(self, t: np.ndarray, top: bool = False) -> np.ndarray:
-        """Memory wanted at each time (fractions of the card; NaN while absent); ``top``:
-        at the top of the step under way (what an allocation must find room for, though
-        a sample a second may never see it)."""
+    def demand(self, t: np.ndarray) -> np.ndarray:
+        """Memory wanted at each time (fractions of the card; NaN while absent)."""
         local = t - self.start_s
         x = np.clip(local / self.warmup_s, 0.0, 1.0)
         if self.warmup == "linear":
@@ -83,8 +83,7 @@ class Shape:
         else:                                  # approach to the plateau, there at warmup_s
             ramp = (1 - np.exp(-4 * x)) / (1 - math.exp(-4))
         level = self.context + (self.level - self.context) * ramp
-        saw = self.amplitude * (1.0 if top else
-                                ((local + self.phase_s) % self.period_s) / self.period_s)
+        saw = self.amplitude * (((local + self.phase_s) % self.period_s) / self.period_s)
         if self.ckpt_every_s:
             saving = (local > self.warmup_s) & ((local % self.ckpt_every_s) < self.ckpt_s)
             saw = np.where(saving, 0.0, saw)
@@ -109,8 +108,7 @@ class Failure:
     fill_s: float             # how long the climb would take to fill the card
     step_every_s: float = 0.0  # staircase
 
-    def extra(self, t: np.ndarray, room: float, shape: Shape,
-              top: bool = False) -> np.ndarray:
+    def extra(self, t: np.ndarray, room: float, shape: Shape) -> np.ndarray:
         """What the climb adds at each time (fractions of the card), ``room`` the card left
         above the GPU's healthy peak. A drift grows the top of each step (the sawtooth);
         the others lift the level."""
@@ -119,7 +117,7 @@ class Failure:
             steps = math.ceil(self.fill_s / self.step_every_s)
             return np.floor(since / self.step_every_s) * (room * 1.05 / steps)
         rise = since / self.fill_s * room * 1.05
-        if self.kind == "drift" and not top:
+        if self.kind == "drift":
             local = t - shape.start_s
             return rise * (((local + shape.phase_s) % shape.period_s) / shape.period_s)
         return rise
@@ -148,22 +146,25 @@ class RunSpec:
         full = None
         if self.failure is not None:
             main = self.gpus[0][0]
+            # What the GPU's processes really want, instant by instant (each at its own
+            # phase), on a grid fine enough to catch a step's top: the card is full the
+            # first instant that exceeds it, which one-a-second samples need not see.
+            fine = np.arange(0.0, self.duration_s + 1.0, FINE_S)
+            wants = [s.demand(fine) for s in self.gpus[0]]
             # the climb alone fills the card from the GPU's healthy peak (all of its
-            # processes, evaluations included) in fill_s; sooner where the climb adds
-            # to a lower moment
-            tops = [s.demand(t, top=True) for s in self.gpus[0]]
-            during = t >= self.failure.start_s
+            # processes, evaluations included, from the climb's start on) in fill_s;
+            # sooner where the climb adds to a lower moment
+            during = fine >= self.failure.start_s
             healthy_top = self.driver + float(np.nanmax(
-                np.nansum(np.vstack(tops), axis=0)[during]))
+                np.nansum(np.vstack(wants), axis=0)[during]))
             room = 1.0 - self.reserved_bytes / self.total_bytes - healthy_top
             per[0][0] = per[0][0] + self.failure.extra(t_seen, room, main)
-            # full: the first second whose step tops out above the card
-            tops[0] = tops[0] + self.failure.extra(t, room, main, top=True)
+            wants[0] = wants[0] + self.failure.extra(fine, room, main)
             capacity = self.total_bytes - self.reserved_bytes
-            total = self.driver + np.nansum(np.vstack(tops), axis=0)
+            total = self.driver + np.nansum(np.vstack(wants), axis=0)
             over = np.flatnonzero(total * self.total_bytes >= capacity)
             if over.size:
-                full = int(over[0])
+                full = int(fine[over[0]])              # it dies within that second
                 per[0][0][full:] = np.nan
         return t, [[np.round(d * self.total_bytes / MIB) * MIB for d in g] for g in per], full
 

@@ -1,7 +1,7 @@
 """``oom-risk``: the GPU is nearly full, or its peak memory is climbing towards full.
 
 Two triggers. Free memory at the recent peak below a floor (5 % of total; critical
-below 2 %). Or a current climb of the envelope of the step peaks (``climb.py``): a
+below 2 %). Or a current climb of the envelope of the step peaks (``oom_climb.py``): a
 trend carried by a process, not a step that holds and not its warm-up — a rising run
 of new highs, or a staircase of regular steps — that reaches total − reserved −
 margin within the horizon (10 min; critical within 2 min, for a climb that is both
@@ -15,20 +15,10 @@ leaves the GPU and gives its memory back, an open hint closes at once.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
 from gpuwatch.advisor import badges
-from gpuwatch.advisor.climb import (
-    DECELERATING,
-    STILL_CLIMBING,
-    Climb,
-    Stairs,
-    current_climb,
-    staircase,
-    step_period,
-)
 from gpuwatch.advisor.context import (
     Finding,
     RuleContext,
@@ -38,198 +28,12 @@ from gpuwatch.advisor.context import (
     format_growth,
     steadily,
 )
+from gpuwatch.advisor.rules.oom_climb import gpu_climb
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.core.units import format_bytes, format_duration
 
 CODE = "oom-risk"
-
-
-def _peak(values: np.ndarray) -> float | None:
-    """The largest known value; None when there is none."""
-    peak = float(np.fmax.reduce(values)) if values.size else math.nan
-    return None if math.isnan(peak) else peak
-
-
-def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
-    """The current climb of the GPU's peak envelope, if there is one: a trend, not a step
-    and not a process's warm-up. Two scales: buckets of a training step (≥ 10 s) over
-    5 minutes for climbs of minutes, buckets of a minute over 15 minutes for slow ones."""
-    s = ctx.settings
-    total = gpu.memory.total_bytes or 0
-    tie = s.trend_tie_fraction * total
-    if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
-        return None            # flat: the newest samples cannot top the earlier peaks
-    w = ctx.gpu_window(gpu.index, s.trend_window_s)
-    t, used = w["timestamp_s"], w["used_bytes"]
-    # The cheapest test first, as most samples fail it (memory flat, or a steady
-    # sawtooth): a climb's newest samples (a minute: a slow step's top) top every
-    # earlier peak of the window.
-    if t.size < 3 or t[-1] - t[0] < s.trend_min_span_s:
-        return None
-    newest = t >= t[-1] - s.climb_newest_s
-    if newest.all():
-        return None
-    top, before = _peak(used[newest]), _peak(used[~newest])
-    if top is None or before is None or top - before < tie:
-        return None
-    bar = s.trend_keep_tau if active else s.trend_min_tau
-    gaps = 2 if active else 1
-    slowing = STILL_CLIMBING if active else DECELERATING
-    for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
-                               (s.slow_bucket_s, s.slow_window_s)):
-        if window_s != s.trend_window_s:
-            w = ctx.gpu_window(gpu.index, window_s)
-            t, used = w["timestamp_s"], w["used_bytes"]
-        climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
-                              bar, gaps, slowing)
-        if climb is None:
-            continue
-        if _stopped(t, used, tie, climb):
-            return None
-        # What is left since a process exited during the climb is well below it: the
-        # climb ended, or its process did.
-        exit_s = ctx.last_exit_s(gpu.index)
-        if exit_s is not None and exit_s > climb.since_s:
-            since_exit = _peak(used[t >= exit_s])
-            if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
-                return None
-        # A trend, not a step: new highs for long enough, over several training steps.
-        persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * climb.bucket_s)
-        if climb.span_s < persist:
-            continue
-        carried = _carried(ctx, gpu, climb, window_s, persist, bar, gaps, active)
-        if carried is not None:
-            return carried
-    return None
-
-
-def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
-    """Each process's staircase (pid -> its steps). The search reads ``stairs_window_s``
-    of a process's memory, so a process's finding stands until it is ``stairs_every_s``
-    old *and* its memory has changed since (a flat process's never needs redoing); and
-    at most a quarter of the GPU's processes (two at least) are searched on one sample,
-    the stalest first, so a GPU of many busy processes spreads the work over samples."""
-    s = ctx.settings
-    key = ("stairs", gpu.index)
-    known: dict[int, tuple[float, Stairs | None]] = ctx.memo.get(key, {})
-    runs = ctx.history.process_runs(gpu.index)
-    flat_since = (None if runs is None or len(runs.value) != len(gpu.processes)
-                  else runs.changed_s)
-    stale = []
-    for i, p in enumerate(gpu.processes):
-        old = known.get(p.pid)
-        if old is None:
-            stale.append((-math.inf, p.pid))
-        elif ctx.now_s - old[0] >= s.stairs_every_s and (
-                flat_since is None or flat_since[i] > old[0]):
-            stale.append((old[0], p.pid))
-    stale.sort()
-    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
-    fresh = {p.pid: known[p.pid] for p in gpu.processes if p.pid in known}
-    for _, pid in stale[:max(2, len(gpu.processes) // 4)]:
-        w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
-        fresh[pid] = (ctx.now_s, staircase(w["timestamp_s"], w["used_bytes"], tie,
-                                           s.trend_bucket_s))
-    ctx.memo[key] = fresh
-    return {pid: st for pid, (_, st) in fresh.items() if st is not None}
-
-
-def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
-    """The GPU's climb when one of its processes climbs a staircase (the soonest to
-    fill it, if several): steps up that hold, regular in height and interval. Not a
-    process's warm-up, nor one whose next step is overdue (it stopped)."""
-    best = None
-    for pid, st in _stairs(ctx, gpu).items():
-        if st.over(ctx.now_s):
-            continue
-        since_step = max(st.bucket_s, ctx.now_s - st.last_step_s)
-        level = ctx.gpu_peak(gpu.index, since_step)
-        if level is None:
-            continue
-        climb = Climb(rate=st.step_bytes / st.every_s, span_s=st.last_step_s - st.first_step_s,
-                      tau=1.0, since_s=st.first_step_s, bucket_s=st.bucket_s,
-                      level_bytes=level, stairs=st,
-                      next_step_in_s=max(0.0, st.last_step_s + st.every_s - ctx.now_s))
-        if not active and _warming_up(ctx, gpu.index, pid, climb):
-            continue
-        limit = ctx.limit_bytes(gpu)
-        ttf = None if limit is None else climb.time_to(limit)
-        if ttf is not None and (best is None or ttf < best[0]):
-            best = (ttf, climb)
-    return None if best is None else best[1]
-
-
-def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
-    """A climb that the newest samples show has stopped: over the newest training step
-    and a half (30 s at least), at the climb's rate the envelope would have topped every
-    earlier peak, and it did not. Not judged when that rise would be lost in the noise
-    of sampling a step's top (one sample's climb of the sawtooth) or in the tie."""
-    period = step_period(t, used, tie)
-    span = max(30.0, 1.5 * period)
-    d = np.diff(used[~np.isnan(used)])
-    rises = d[d > 0]
-    noise = float(np.percentile(rises, 90)) if rises.size and period > 0 else 0.0
-    if climb.rate * span < 2 * max(tie, noise):
-        return False
-    newest = t >= t[-1] - span
-    top, before = _peak(used[newest]), _peak(used[~newest])
-    return top is not None and before is not None and top - before < tie
-
-
-def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
-             persist: float, bar: float, gaps: int, active: bool) -> Climb | None:
-    """The GPU's climb as its processes carry it: each process whose own envelope makes a
-    trend (not a warm-up) adds its rate. Processes arriving one after another, or the
-    tops of several processes' steps coming into line, lift the GPU's envelope without
-    any process climbing: no trend. None when no process carries the climb."""
-    s = ctx.settings
-    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
-    rates, own = 0.0, []
-    for p in gpu.processes:
-        w = ctx.process_window(gpu.index, p.pid, window_s)
-        if w["used_bytes"].size < 3:
-            continue
-        c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
-                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
-                          STILL_CLIMBING if active else DECELERATING)
-        if c is None or c.span_s < persist:
-            continue
-        if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
-            continue
-        rates += c.rate
-        own.append(c)
-    if not own:
-        return None
-    towards = None
-    if len(own) == 1 and own[0].towards_bytes is not None:
-        towards = climb.level_bytes + own[0].towards_bytes - own[0].level_bytes
-    first = min(own, key=lambda c: c.since_s)
-    return replace(climb, rate=rates, towards_bytes=towards,
-                   settle_s=own[0].settle_s if towards is not None else None,
-                   tau=min(c.tau for c in own), span_s=first.span_s, since_s=first.since_s)
-
-
-def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> bool:
-    """The process is in its first ``oom_warmup_s`` and has grown at about its climb's
-    pace since it arrived: the climb is its warm-up (loading, the first steps and
-    evaluation filling the caching allocator), not a trend. A process whose memory
-    mostly came at once and then keeps climbing slower is not warming up."""
-    s = ctx.settings
-    first = ctx.first_seen_s(gpu_index, pid)
-    # (a warm-up that ends at 6 min is seen to end a few buckets later)
-    if first is None or ctx.now_s - first >= s.oom_warmup_s + 2.5 * climb.bucket_s:
-        return False
-    age = ctx.now_s - first
-    w = ctx.process_window(gpu_index, pid, age + 1)
-    t, used = w["timestamp_s"], w["used_bytes"]
-    known = ~np.isnan(used)
-    t, used = t[known], used[known]
-    if used.size < 2:
-        return False
-    arrival = float(used[t <= t[0] + climb.bucket_s].max())
-    recent = float(used[t >= t[-1] - climb.bucket_s].max())
-    return recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s)
 
 
 def _grower(ctx: RuleContext, gpu: GpuSample,
@@ -283,7 +87,7 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         free_fraction = free / total
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 
-        climb = _climb(ctx, gpu, active) or _staircase(ctx, gpu, active)
+        climb = gpu_climb(ctx, gpu, active)
         ttf = None if climb is None else climb.time_to(limit)
         horizon = s.horizon_s * (1.5 if active else 1.0)
         if climb is not None:          # a climb that has gone on for longer is warned sooner

@@ -1,0 +1,299 @@
+"""Which climb a GPU's memory is making, for ``oom-risk``: a trend of its peak envelope
+carried by a process, or a process's staircase; not a step that holds and not a warm-up.
+
+Three ways to see one, the cheapest first:
+
+* the GPU's envelope climbs, and a process's own envelope carries it (``_climb``);
+* with other processes on the GPU, a process's own envelope climbs while the GPU's, the
+  sum of several sawtooths at their own phases, is too ragged to make new highs
+  (``_led_by_a_process``: judged every ``LED_EVERY_S``, not every sample);
+* a process climbs a staircase of regular steps (``_staircase``).
+
+With other processes on the GPU the projection starts from their *coincident* peak —
+every process at the top of its own step at once (``coincident_level``): their tops come
+into line sooner or later, and that instant, not the typical sample, is when an
+allocation fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from gpuwatch.advisor.climb import (
+    DECELERATING,
+    STILL_CLIMBING,
+    Climb,
+    Stairs,
+    current_climb,
+    staircase,
+    step_period,
+)
+from gpuwatch.advisor.context import RuleContext
+from gpuwatch.core.snapshot import GpuSample, ProcessSample
+
+LED_EVERY_S = 5.0      # how often a GPU of several processes is searched for a climbing one
+
+
+def gpu_climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """The climb the GPU's memory is making now (None: none), projected from its
+    processes' coincident peak when it has several."""
+    climb = (_climb(ctx, gpu, active) or _led_by_a_process(ctx, gpu, active)
+             or _staircase(ctx, gpu, active))
+    if climb is None or len(gpu.processes) < 2:
+        return climb
+    level = coincident_level(ctx, gpu, ctx.settings.trend_window_s)
+    if level is None or level <= climb.level_bytes:
+        return climb
+    lift = level - climb.level_bytes
+    return replace(climb, level_bytes=level,
+                   towards_bytes=None if climb.towards_bytes is None
+                   else climb.towards_bytes + lift)
+
+
+def coincident_level(ctx: RuleContext, gpu: GpuSample, span_s: float) -> float | None:
+    """The GPU's memory if each of its processes stood at its own peak of the last
+    ``span_s`` at once: their peaks, plus what no process is charged with now (the
+    driver's and contexts' memory). None when fewer than two peaks are known, or when
+    the processes are charged with more than the GPU holds (their figures overlap, and
+    their sum says nothing of the card)."""
+    peaks = [p for p in ctx.process_peaks(gpu, span_s) if p is not None]
+    used = gpu.memory.used_bytes
+    if len(peaks) < 2 or used is None:
+        return None
+    charged = sum(p.used_bytes for p in gpu.processes if p.used_bytes is not None)
+    if charged > used:
+        return None
+    return float(used - charged) + float(sum(peaks))
+
+
+def _peak(values: np.ndarray) -> float | None:
+    """The largest known value; None when there is none."""
+    peak = float(np.fmax.reduce(values)) if values.size else math.nan
+    return None if math.isnan(peak) else peak
+
+
+def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """The current climb of the GPU's peak envelope, if there is one: a trend, not a step
+    and not a process's warm-up. Two scales: buckets of a training step (≥ 10 s) over
+    5 minutes for climbs of minutes, buckets of a minute over 15 minutes for slow ones."""
+    s = ctx.settings
+    total = gpu.memory.total_bytes or 0
+    tie = s.trend_tie_fraction * total
+    if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
+        return None            # flat: the newest samples cannot top the earlier peaks
+    w = ctx.gpu_window(gpu.index, s.trend_window_s)
+    t, used = w["timestamp_s"], w["used_bytes"]
+    # The cheapest test first, as most samples fail it (memory flat, or a steady
+    # sawtooth): a climb's newest samples (a minute: a slow step's top) top every
+    # earlier peak of the window.
+    if t.size < 3 or t[-1] - t[0] < s.trend_min_span_s:
+        return None
+    newest = t >= t[-1] - s.climb_newest_s
+    if newest.all():
+        return None
+    top, before = _peak(used[newest]), _peak(used[~newest])
+    if top is None or before is None or top - before < tie:
+        return None
+    bar = s.trend_keep_tau if active else s.trend_min_tau
+    gaps = 2 if active else 1
+    slowing = STILL_CLIMBING if active else DECELERATING
+    for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
+                               (s.slow_bucket_s, s.slow_window_s)):
+        if window_s != s.trend_window_s:
+            w = ctx.gpu_window(gpu.index, window_s)
+            t, used = w["timestamp_s"], w["used_bytes"]
+        climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
+                              bar, gaps, slowing)
+        if climb is None:
+            continue
+        if _stopped(t, used, tie, climb):
+            return None
+        # What is left since a process exited during the climb is well below it: the
+        # climb ended, or its process did.
+        exit_s = ctx.last_exit_s(gpu.index)
+        if exit_s is not None and exit_s > climb.since_s:
+            since_exit = _peak(used[t >= exit_s])
+            if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
+                return None
+        # A trend, not a step: new highs for long enough, over several training steps.
+        persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * climb.bucket_s)
+        if climb.span_s < persist:
+            continue
+        carried = _carried(ctx, gpu, climb, window_s, persist, bar, gaps, active)
+        if carried is not None:
+            return carried
+    return None
+
+
+def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
+    """Each process's staircase (pid -> its steps). The search reads ``stairs_window_s``
+    of a process's memory, so a process's finding stands until it is ``stairs_every_s``
+    old *and* its memory has changed since (a flat process's never needs redoing); and
+    at most a quarter of the GPU's processes (two at least) are searched on one sample,
+    the stalest first, so a GPU of many busy processes spreads the work over samples."""
+    s = ctx.settings
+    key = ("stairs", gpu.index)
+    known: dict[int, tuple[float, Stairs | None]] = ctx.memo.get(key, {})
+    runs = ctx.history.process_runs(gpu.index)
+    flat_since = (None if runs is None or len(runs.value) != len(gpu.processes)
+                  else runs.changed_s)
+    stale = []
+    for i, p in enumerate(gpu.processes):
+        old = known.get(p.pid)
+        if old is None:
+            stale.append((-math.inf, p.pid))
+        elif ctx.now_s - old[0] >= s.stairs_every_s and (
+                flat_since is None or flat_since[i] > old[0]):
+            stale.append((old[0], p.pid))
+    stale.sort()
+    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    fresh = {p.pid: known[p.pid] for p in gpu.processes if p.pid in known}
+    for _, pid in stale[:max(2, len(gpu.processes) // 4)]:
+        w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
+        fresh[pid] = (ctx.now_s, staircase(w["timestamp_s"], w["used_bytes"], tie,
+                                           s.trend_bucket_s))
+    ctx.memo[key] = fresh
+    return {pid: st for pid, (_, st) in fresh.items() if st is not None}
+
+
+def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """The GPU's climb when one of its processes climbs a staircase (the soonest to
+    fill it, if several): steps up that hold, regular in height and interval. Not a
+    process's warm-up, nor one whose next step is overdue (it stopped)."""
+    best = None
+    for pid, st in _stairs(ctx, gpu).items():
+        if st.over(ctx.now_s):
+            continue
+        since_step = max(st.bucket_s, ctx.now_s - st.last_step_s)
+        level = ctx.gpu_peak(gpu.index, since_step)
+        if level is None:
+            continue
+        climb = Climb(rate=st.step_bytes / st.every_s, span_s=st.last_step_s - st.first_step_s,
+                      tau=1.0, since_s=st.first_step_s, bucket_s=st.bucket_s,
+                      level_bytes=level, stairs=st,
+                      next_step_in_s=max(0.0, st.last_step_s + st.every_s - ctx.now_s))
+        if not active and _warming_up(ctx, gpu.index, pid, climb):
+            continue
+        limit = ctx.limit_bytes(gpu)
+        ttf = None if limit is None else climb.time_to(limit)
+        if ttf is not None and (best is None or ttf < best[0]):
+            best = (ttf, climb)
+    return None if best is None else best[1]
+
+
+def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
+    """A climb that the newest samples show has stopped: over the newest training step
+    and a half (30 s at least), at the climb's rate the envelope would have topped every
+    earlier peak, and it did not. Not judged when that rise would be lost in the noise
+    of sampling a step's top (one sample's climb of the sawtooth) or in the tie."""
+    period = step_period(t, used, tie)
+    span = max(30.0, 1.5 * period)
+    d = np.diff(used[~np.isnan(used)])
+    rises = d[d > 0]
+    noise = float(np.percentile(rises, 90)) if rises.size and period > 0 else 0.0
+    if climb.rate * span < 2 * max(tie, noise):
+        return False
+    newest = t >= t[-1] - span
+    top, before = _peak(used[newest]), _peak(used[~newest])
+    return top is not None and before is not None and top - before < tie
+
+
+def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
+             persist: float, bar: float, gaps: int, active: bool,
+             among: Sequence[ProcessSample] | None = None) -> Climb | None:
+    """The GPU's climb as its processes carry it: each process whose own envelope makes a
+    trend (not a warm-up) adds its rate. Processes arriving one after another, or the
+    tops of several processes' steps coming into line, lift the GPU's envelope without
+    any process climbing: no trend. None when no process carries the climb. ``among``:
+    the processes to judge (all of the GPU's), each then also held to ``_stopped``."""
+    s = ctx.settings
+    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    rates, own = 0.0, []
+    for p in gpu.processes if among is None else among:
+        w = ctx.process_window(gpu.index, p.pid, window_s)
+        if w["used_bytes"].size < 3:
+            continue
+        c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
+                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
+                          STILL_CLIMBING if active else DECELERATING)
+        if c is None or c.span_s < persist:
+            continue
+        if among is not None and _stopped(w["timestamp_s"], w["used_bytes"], tie, c):
+            continue
+        if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
+            continue
+        rates += c.rate
+        own.append(c)
+    if not own:
+        return None
+    towards = None
+    if len(own) == 1 and own[0].towards_bytes is not None:
+        towards = climb.level_bytes + own[0].towards_bytes - own[0].level_bytes
+    first = min(own, key=lambda c: c.since_s)
+    return replace(climb, rate=rates, towards_bytes=towards,
+                   settle_s=own[0].settle_s if towards is not None else None,
+                   tau=min(c.tau for c in own), span_s=first.span_s, since_s=first.since_s)
+
+
+def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> bool:
+    """The process is in its first ``oom_warmup_s`` and has grown at about its climb's
+    pace since it arrived: the climb is its warm-up (loading, the first steps and
+    evaluation filling the caching allocator), not a trend. A process whose memory
+    mostly came at once and then keeps climbing slower is not warming up."""
+    s = ctx.settings
+    first = ctx.first_seen_s(gpu_index, pid)
+    # (a warm-up that ends at 6 min is seen to end a few buckets later)
+    if first is None or ctx.now_s - first >= s.oom_warmup_s + 2.5 * climb.bucket_s:
+        return False
+    age = ctx.now_s - first
+    w = ctx.process_window(gpu_index, pid, age + 1)
+    t, used = w["timestamp_s"], w["used_bytes"]
+    known = ~np.isnan(used)
+    t, used = t[known], used[known]
+    if used.size < 2:
+        return False
+    arrival = float(used[t <= t[0] + climb.bucket_s].max())
+    recent = float(used[t >= t[-1] - climb.bucket_s].max())
+    return recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s)
+
+
+def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
+    """With several processes on the GPU: the climb its processes' own envelopes make
+    (each a trend, not a warm-up), where the GPU's envelope does not show one. The
+    search stands for ``LED_EVERY_S`` (a climb this needs to find is minutes long)."""
+    if len(gpu.processes) < 2:
+        return None
+    s = ctx.settings
+    key = ("led", gpu.index)
+    memo = ctx.memo.get(key)
+    if memo is not None and ctx.now_s - memo[0] < LED_EVERY_S and memo[2] == active:
+        return memo[1]
+    total = gpu.memory.total_bytes or 0
+    tie = s.trend_tie_fraction * total
+    # the cheap test first: a process whose newest minute holds its peak of the window
+    # (while the hint is open, every process: an evaluation's spike may top that minute)
+    rising = list(gpu.processes)
+    if not active:
+        newest = ctx.process_peaks(gpu, s.climb_newest_s)
+        window = ctx.process_peaks(gpu, s.trend_window_s)
+        rising = [p for p, n, w in zip(gpu.processes, newest, window, strict=True)
+                  if n is not None and w is not None and n >= w]
+    found = None
+    if rising and tie > 0:
+        base = Climb(rate=0.0, span_s=0.0, tau=1.0, since_s=ctx.now_s, bucket_s=0.0,
+                     level_bytes=float(ctx.gpu_peak(gpu.index, s.trend_window_s) or 0.0))
+        bar = s.trend_keep_tau if active else s.trend_min_tau
+        gaps = 2 if active else 1
+        for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
+                                   (s.slow_bucket_s, s.slow_window_s)):
+            persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * bucket_s)
+            found = _carried(ctx, gpu, replace(base, bucket_s=bucket_s), window_s, persist,
+                             bar, gaps, active, among=rising)
+            if found is not None:
+                break
+    ctx.memo[key] = (ctx.now_s, found, active)
+    return found
