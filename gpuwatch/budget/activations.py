@@ -237,6 +237,39 @@ def layer_activations(
     return LayerActivations(replicated, par, scores, r * b * s * h, transient)
 
 
+def position_bias_rerun(
+    spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
+) -> float:
+    """What T5's shared position biases add to a checkpointed decoder layer's re-run.
+
+    Under full checkpointing each stack's first layer hands its position bias
+    (1 × a × s × s, no batch dimension) to the other layers as a checkpointed input, so
+    it outlives the forward pass: the encoder's (in the embedding's dtype) is still held
+    while the decoder runs backward. The decoder's cross-attention bias is a tensor of
+    zeros made to require a gradient (in the query's dtype): a leaf, held by the graph,
+    and the previous step's leaf with its gradient is still alive too (a reference
+    cycle that only the garbage collector frees). The first decoder layer's re-run makes
+    both biases again (with the int64 relative-position buckets, s × s) while the
+    gradients of the biases, summed over the later layers, wait for it. Under autocast
+    the re-run also keeps the fp32 dropped probabilities beside their 16-bit copy.
+    Zero for any other model or setup.
+    """
+    q = quirks_of(spec)
+    if not (q.position_bias and spec.decoder_layers and opt.checkpointing == "full"):
+        return 0.0
+    pb, e = float(p.other_weight_bytes), float(p.act_bytes)  # bias embedding; zeros
+    v = spec.heads * s * s / opt.tp  # one bias, queries × keys per head
+    enc = pb if spec.layers > 1 else 0.0
+    # zeros: this step's leaf, the previous step's leaf and its gradient
+    held = enc + 3 * e
+    rerun = pb + e + (pb + e if spec.decoder_layers > 1 else 0.0)  # biases, their grads
+    buckets = 8 * s * s
+    dropped = 0.0
+    if attention_dropout(spec) > 0 and softmax_bytes(spec, p) != e:  # fp32 dropped probs
+        dropped = 2 * softmax_bytes(spec, p) * b * v  # self- and cross-attention
+    return v * (held + rerun) + buckets + dropped
+
+
 def embedding_activations(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
 ) -> float:

@@ -205,8 +205,13 @@ def transformer_train_activations(
         # forward pass ends holding every layer's 16-bit weight copies, beside the
         # loss's forward (the logits, their fp32 copy and its log-softmax)
         kept = sum(la.layer_input / sp * n for la, n in layers)
-        rerun = max(la.total(o) + la.layer_input / sp + la.score_transient
-                    for la, _ in layers) + rerun_fixed
+        # T5's decoder peaks at the end of its first layer's re-run, where its position
+        # biases and their gradients are held (the scores' gradients come later, as the
+        # saved probabilities are freed)
+        bias = act.position_bias_rerun(spec, p, o, b, s)
+        rerun = max(la.total(o) + la.layer_input / sp
+                    + (bias if bias and i == len(layers) - 1 else la.score_transient)
+                    for i, (la, _) in enumerate(layers)) + rerun_fixed
         forward_end = 0.0
         if rerun_fixed and quirks_of(spec).cached_copies:
             logits = b * s * spec.vocab / setup.tp if spec.vocab else 0.0
