@@ -237,37 +237,36 @@ def layer_activations(
     return LayerActivations(replicated, par, scores, r * b * s * h, transient)
 
 
-def position_bias_rerun(
+def position_bias_bytes(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
-) -> float:
-    """What T5's shared position biases add to a checkpointed decoder layer's re-run.
+) -> tuple[float, float]:
+    """(held through backward, added at the first decoder layer's re-run): T5's shared
+    position biases under full checkpointing; (0, 0) for any other model or setup.
 
-    Under full checkpointing each stack's first layer hands its position bias
-    (1 × a × s × s, no batch dimension) to the other layers as a checkpointed input, so
-    it outlives the forward pass: the encoder's (in the embedding's dtype) is still held
-    while the decoder runs backward. The decoder's cross-attention bias is a tensor of
-    zeros made to require a gradient (in the query's dtype): a leaf, held by the graph,
-    and the previous step's leaf with its gradient is still alive too (a reference
-    cycle that only the garbage collector frees). The first decoder layer's re-run makes
-    both biases again (with the int64 relative-position buckets, s × s) while the
-    gradients of the biases, summed over the later layers, wait for it. Under autocast
-    the re-run also keeps the fp32 dropped probabilities beside their 16-bit copy.
-    Zero for any other model or setup.
+    Each stack's first layer hands its position bias (1 × a × s × s: no batch dimension,
+    in the bias embedding's dtype) to the later layers as a checkpointed input, so it
+    outlives the forward pass until those layers have run backward: the encoder's
+    throughout the decoder's backward, the decoder's until its first layer's re-run,
+    which makes it again. The cross-attention's bias is a tensor of zeros made to
+    require a gradient (in the query's dtype): a leaf the graph holds, and the previous
+    step's leaf with its gradient is still alive (a reference cycle that only the
+    garbage collector frees). The first decoder layer's re-run also makes a new leaf and
+    the int64 relative-position buckets (s × s), while the biases' gradients, summed
+    over the later layers, wait for it. Under autocast the re-run keeps the fp32
+    dropped probabilities beside their 16-bit copies.
     """
     q = quirks_of(spec)
     if not (q.position_bias and spec.decoder_layers and opt.checkpointing == "full"):
-        return 0.0
+        return 0.0, 0.0
     pb, e = float(p.other_weight_bytes), float(p.act_bytes)  # bias embedding; zeros
-    v = spec.heads * s * s / opt.tp  # one bias, queries × keys per head
-    enc = pb if spec.layers > 1 else 0.0
-    # zeros: this step's leaf, the previous step's leaf and its gradient
-    held = enc + 3 * e
-    rerun = pb + e + (pb + e if spec.decoder_layers > 1 else 0.0)  # biases, their grads
-    buckets = 8 * s * s
+    v = spec.heads * s * s / opt.tp  # one bias: queries × keys per head
+    later = spec.decoder_layers > 1
+    held = pb * (spec.layers > 1) + pb * later + 3 * e
+    rerun = (0.0 if later else pb) + e + (pb + e) * later
     dropped = 0.0
     if attention_dropout(spec) > 0 and softmax_bytes(spec, p) != e:  # fp32 dropped probs
         dropped = 2 * softmax_bytes(spec, p) * b * v  # self- and cross-attention
-    return v * (held + rerun) + buckets + dropped
+    return v * held, v * rerun + 8 * s * s + dropped
 
 
 def embedding_activations(

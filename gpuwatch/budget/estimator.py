@@ -204,11 +204,11 @@ def transformer_train_activations(
         # the re-run never sits on top of the loss temporaries. Under autocast the
         # forward pass ends holding every layer's 16-bit weight copies, beside the
         # loss's forward (the logits, their fp32 copy and its log-softmax)
-        kept = sum(la.layer_input / sp * n for la, n in layers)
-        # T5's decoder peaks at the end of its first layer's re-run, where its position
-        # biases and their gradients are held (the scores' gradients come later, as the
-        # saved probabilities are freed)
-        bias = act.position_bias_rerun(spec, p, o, b, s)
+        # T5 keeps its position biases through backward; its decoder peaks at the end of
+        # its first layer's re-run, with the biases' gradients (the scores' gradients
+        # come later, as the saved probabilities are freed)
+        held, bias = act.position_bias_bytes(spec, p, o, b, s)
+        kept = sum(la.layer_input / sp * n for la, n in layers) + held
         rerun = max(la.total(o) + la.layer_input / sp
                     + (bias if bias and i == len(layers) - 1 else la.score_transient)
                     for i, (la, _) in enumerate(layers)) + rerun_fixed
