@@ -252,8 +252,9 @@ def position_bias_bytes(
     step's leaf with its gradient is still alive (a reference cycle that only the
     garbage collector frees). The first decoder layer's re-run also makes a new leaf and
     the int64 relative-position buckets (s × s), while the biases' gradients, summed
-    over the later layers, wait for it. Under autocast the re-run keeps the fp32
-    dropped probabilities beside their 16-bit copies.
+    over the later layers, wait for it. T5's attention returns its dropped probabilities
+    up the stack; the cross-attention's stay referenced once the re-run has stopped,
+    which under autocast is an fp32 tensor beside the 16-bit copy the matmul saved.
     """
     q = quirks_of(spec)
     if not (q.position_bias and spec.decoder_layers and opt.checkpointing == "full"):
@@ -265,7 +266,7 @@ def position_bias_bytes(
     rerun = (0.0 if later else pb) + e + (pb + e) * later
     dropped = 0.0
     if attention_dropout(spec) > 0 and softmax_bytes(spec, p) != e:  # fp32 dropped probs
-        dropped = 2 * softmax_bytes(spec, p) * b * v  # self- and cross-attention
+        dropped = softmax_bytes(spec, p) * b * v
     return v * held, v * rerun + 8 * s * s + dropped
 
 
