@@ -32,14 +32,14 @@ def load(path: Path = DATA) -> dict[str, Any]:
 def predict(row: dict[str, Any]) -> dict[str, int]:
     """The estimate's bytes per category for one recorded row, as the tracer counts them
     (``traced_categories``; no framework overhead: the trace counts tensors only; a CPU
-    dropout mask is in the activation dtype)."""
+    dropout mask is in the dtype of the tensor it drops)."""
     s = row["setup"]
     spec = spec_from_hf_config(row["config"], row["name"].split()[0])
     est = estimate(spec, Workload(mode="train", batch=s["batch"], seq=s["seq"]), Setup(
         precision=s["precision"], optimizer=s["optimizer"], checkpointing=s["checkpointing"],
         flash_attention=s["attn_implementation"] != "eager", lora_rank=s["lora_rank"],
         lora_targets=s["lora_targets"], overhead_bytes=0,
-        dropout_mask_bytes=4.0 if s["precision"] == "fp32" else 2.0))
+        dropout_mask_bytes=None))
     return traced_categories(est)
 
 

@@ -142,6 +142,29 @@ SETUPS = [
 ]
 
 
+# held out from the fixes of T5's and DeepSeek's checkpointed forms: other sizes, a gated
+# T5 v1.1, other batches, sequence lengths and depths
+# (name, model, model_type, fields, precision, checkpointing, batch, seq, layers)
+_T5 = dict(d_kv=64, vocab_size=32128, decoder_start_token_id=0, pad_token_id=0)
+EXTRA = [
+    ("t5-small bf16 ckpt held-out", "t5-small", "t5",
+     dict(d_model=512, d_ff=2048, num_heads=8, **_T5), "bf16", True, 2, 1024, 3),
+    ("t5-large amp-bf16 ckpt held-out", "t5-large", "t5",
+     dict(d_model=1024, d_ff=4096, num_heads=16, **_T5), "amp-bf16", True, 1, 768, 2),
+    ("flan-t5-base amp-bf16 ckpt held-out", "flan-t5-base", "t5",
+     dict(d_model=768, d_ff=2048, num_heads=12, feed_forward_proj="gated-gelu",
+          tie_word_embeddings=False, **_T5), "amp-bf16", True, 2, 512, 3),
+    ("t5-base bf16 ckpt held-out 2x1024", "t5-base", "t5", MODELS["t5-base"][1], "bf16",
+     True, 2, 1024, 2),
+    ("t5-base bf16 ckpt held-out 3 layers", "t5-base", "t5", MODELS["t5-base"][1], "bf16",
+     True, 1, 1024, 3),
+    ("deepseek-v2-lite bf16 ckpt held-out", "deepseek-v2-lite", "deepseek_v2",
+     MODELS["deepseek-v2-lite"][1], "bf16", True, 2, 1024, 3),
+    ("deepseek-v3 bf16 held-out 768", "deepseek-v3", "deepseek_v3",
+     MODELS["deepseek-v3"][1], "bf16", False, 1, 768, 3),
+]
+
+
 def _config(model_type: str, fields: dict[str, Any], layers: int, sdpa: bool):
     kw = dict(fields)
     kw[LAYERS.get(model_type, "num_hidden_layers")] = layers
@@ -214,6 +237,11 @@ def rows() -> list[dict[str, Any]]:
                             fields=fields, layers=layers, precision=precision, impl=impl,
                             checkpointing=ckpt, lora_rank=lora, batch=batch, seq=seq,
                             held_out=held))
+    for name, model, model_type, fields, precision, ckpt, batch, seq, layers in EXTRA:
+        out.append(dict(name=name, model=model, model_type=model_type, fields=fields,
+                        layers=layers, precision=precision,
+                        impl="eager" if model_type in EAGER else "sdpa", checkpointing=ckpt,
+                        lora_rank=0, batch=batch, seq=seq, held_out=True))
     return out
 
 

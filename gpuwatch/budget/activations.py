@@ -42,7 +42,9 @@ class ActivationOptions:
     checkpointing: str = "none"  # none | selective | full
     tp: int = 1
     sequence_parallel: bool = False
-    mask_bytes: float = 1.0  # a dropout mask element (CUDA: bool)
+    # a dropout mask element (CUDA: bool); None: in the dtype of the tensor dropped, as
+    # a CPU run keeps it (fp32 where autocast drops an fp32 tensor)
+    mask_bytes: float | None = 1.0
     frozen: bool = False  # LoRA: base weights frozen, so matmuls keep no input for them
     adapted: frozenset[str] = frozenset()  # LoRA: projections with adapters
     adapter_bytes: float = 4.0  # PEFT casts an adapter's input to the adapter's fp32
@@ -65,6 +67,11 @@ class LayerActivations:
         rep = self.replicated / t if opt.sequence_parallel else self.replicated
         scores = 0.0 if opt.checkpointing == "selective" else self.scores
         return rep + (self.parallel + scores) / t
+
+
+def mask_of(opt: ActivationOptions, dropped: float) -> float:
+    """Bytes of one dropout mask element over a tensor of ``dropped`` bytes an element."""
+    return dropped if opt.mask_bytes is None else opt.mask_bytes
 
 
 def autocast(p: Precision) -> bool:
@@ -142,7 +149,11 @@ def _attention(
     e = p.act_bytes
     q = quirks_of(spec)
     hq, hkv = spec.heads * spec.d, spec.kv * spec.d
-    mask = opt.mask_bytes if attention_dropout(spec) > 0 else 0.0
+    softmax = softmax_bytes(spec, p)
+    # the probabilities are dropped in the softmax's dtype, or (Llama family, GPT-2) cast
+    # back to 16 bits first
+    dropped = softmax if q.family and not q.fp32_softmax else e
+    mask = mask_of(opt, dropped) if attention_dropout(spec) > 0 else 0.0
     # a fused q/k/v projection whose q and k are rotated into new tensors: the slice of
     # v that attention keeps holds the whole fused output, q and k parts included
     extra = e * b * (s * hq + s_kv * hkv) if spec.fused_qkv and q.rotary else 0.0
@@ -154,7 +165,6 @@ def _attention(
         par = e * b * (2 * s * hq + 2 * s_kv * hkv) + 4 * b * spec.heads * s
         return par + extra, 0.0
     par = e * b * (2 * s * hq + 2 * s_kv * hq)  # q, context; k and v expanded to every head
-    softmax = softmax_bytes(spec, p)
     per_score = softmax + mask + (e if (mask or softmax != e) else 0)
     if q.attn_softcap:  # tanh(scores / cap) · cap: tanh keeps its output
         per_score += e
@@ -162,7 +172,7 @@ def _attention(
 
 
 def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = False,
-         mask_bytes: float = 1.0) -> float:
+         mask_bytes: float | None = 1.0) -> float:
     """Gated: gate, up, act(gate) and the product (not kept for a frozen down projection).
     GELU: its input and output; GPT-2's ``gelu_new``, written out in elementwise ops,
     keeps five ffn-wide tensors (input, tanh, 0.5·x, 1 + tanh, output)."""
@@ -180,7 +190,7 @@ def _mlp(spec: TransformerSpec, p: Precision, b: int, s: int, frozen: bool = Fal
         kept -= 1 if frozen else 0
     per_expert: float = kept * f
     if q.ffn_dropout and spec.dropout > 0:  # the dropped copy, which the output reads
-        per_expert += f * (1 + mask_bytes / e)
+        per_expert += f * (1 + (e if mask_bytes is None else mask_bytes) / e)
     if spec.experts == 1:
         return e * b * s * per_expert
     k = spec.experts_per_token
@@ -196,7 +206,7 @@ def layer_activations(
     """Saved bytes of one layer; ``cross_s`` > 0 adds cross-attention (T5 decoder)."""
     r, h = p.residual_bytes, spec.hidden
     q = quirks_of(spec)
-    mask = opt.mask_bytes if spec.dropout > 0 else 0.0
+    mask = mask_of(opt, p.act_bytes) if spec.dropout > 0 else 0.0  # on a block's output
     norm = norm_saved(spec, p, opt.frozen)
     attn_in = read_by(p, opt, attention_readers(spec))
     mlp_in = read_by(p, opt, mlp_readers(spec))
@@ -227,13 +237,46 @@ def layer_activations(
     return LayerActivations(replicated, par, scores, r * b * s * h, transient)
 
 
+def position_bias_bytes(
+    spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
+) -> tuple[float, float]:
+    """(held through backward, added at the first decoder layer's re-run): T5's shared
+    position biases under full checkpointing; (0, 0) for any other model or setup.
+
+    Each stack's first layer hands its position bias (1 × a × s × s: no batch dimension,
+    in the bias embedding's dtype) to the later layers as a checkpointed input, so it
+    outlives the forward pass until those layers have run backward: the encoder's
+    throughout the decoder's backward, the decoder's until its first layer's re-run,
+    which makes it again. The cross-attention's bias is a tensor of zeros made to
+    require a gradient (in the query's dtype): a leaf the graph holds, and the previous
+    step's leaf with its gradient is still alive (a reference cycle that only the
+    garbage collector frees). The first decoder layer's re-run also makes a new leaf and
+    the int64 relative-position buckets (s × s), while the biases' gradients, summed
+    over the later layers, wait for it. T5's attention returns its dropped probabilities
+    up the stack; the cross-attention's stay referenced once the re-run has stopped,
+    which under autocast is an fp32 tensor beside the 16-bit copy the matmul saved.
+    """
+    q = quirks_of(spec)
+    if not (q.position_bias and spec.decoder_layers and opt.checkpointing == "full"):
+        return 0.0, 0.0
+    pb, e = float(p.other_weight_bytes), float(p.act_bytes)  # bias embedding; zeros
+    v = spec.heads * s * s / opt.tp  # one bias: queries × keys per head
+    later = spec.decoder_layers > 1
+    held = pb * (spec.layers > 1) + pb * later + 3 * e
+    rerun = (0.0 if later else pb) + e + (pb + e) * later
+    dropped = 0.0
+    if attention_dropout(spec) > 0 and softmax_bytes(spec, p) != e:  # fp32 dropped probs
+        dropped = softmax_bytes(spec, p) * b * v
+    return v * held, v * rerun + 8 * s * s + dropped
+
+
 def embedding_activations(
     spec: TransformerSpec, p: Precision, opt: ActivationOptions, b: int, s: int
 ) -> float:
     """The embedding stage: the dropout mask, and the LayerNorm input of BERT-style models."""
     q = quirks_of(spec)
     rate = q.embed_dropout if q.family else spec.dropout
-    mask = opt.mask_bytes if rate > 0 else 0.0
+    mask = mask_of(opt, p.residual_bytes) if rate > 0 else 0.0
     if spec.decoder_layers:  # an embedding dropout per stack
         mask *= 2
     ln = p.residual_bytes if spec.arch == "encoder" or q.embed_norm else 0
@@ -257,7 +300,7 @@ def head_activations(
     if spec.decoder_layers:
         # the encoder's final norm and its output (the cross-attentions' keys and values
         # read it), and a dropout mask after each stack's final norm
-        mask = opt.mask_bytes if spec.dropout > 0 else 0.0
+        mask = mask_of(opt, r) if spec.dropout > 0 else 0.0  # on the final norm's output
         norm += norm_saved(spec, p, opt.frozen) + r + 2 * mask
     return b * s * h * (norm + head_in)
 

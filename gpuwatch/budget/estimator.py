@@ -31,7 +31,11 @@ from gpuwatch.budget.family_spec import FamilySpec, quirks_of
 from gpuwatch.budget.precision import Precision, get_optimizer, get_precision
 from gpuwatch.budget.specs import CnnSpec, ModelSpec, TransformerSpec
 from gpuwatch.budget.states import gathered_bytes, model_states
-from gpuwatch.budget.traced_view import embedding_backward, largest_gradient
+from gpuwatch.budget.traced_view import (
+    embedding_backward,
+    largest_gradient,
+    waiting_head_gradient,
+)
 from gpuwatch.budget.weight_copies import autocast_weight_copies
 from gpuwatch.budget.workload import Setup, Workload, default_precision, lora_target_set
 from gpuwatch.core.units import format_bytes
@@ -204,9 +208,17 @@ def transformer_train_activations(
         # the re-run never sits on top of the loss temporaries. Under autocast the
         # forward pass ends holding every layer's 16-bit weight copies, beside the
         # loss's forward (the logits, their fp32 copy and its log-softmax)
-        kept = sum(la.layer_input / sp * n for la, n in layers)
-        rerun = max(la.total(o) + la.layer_input / sp + la.score_transient
-                    for la, _ in layers) + rerun_fixed
+        # T5 keeps its position biases through backward; its decoder peaks at the end of
+        # its first layer's re-run, with the biases' gradients (the scores' gradients
+        # come later, as the saved probabilities are freed) and a tied head's gradient,
+        # which waits for the embedding's
+        held, bias = act.position_bias_bytes(spec, p, o, b, s)
+        if bias:
+            bias += waiting_head_gradient(spec, p, setup)
+        kept = sum(la.layer_input / sp * n for la, n in layers) + held
+        rerun = max(la.total(o) + la.layer_input / sp
+                    + (bias if bias and i == len(layers) - 1 else la.score_transient)
+                    for i, (la, _) in enumerate(layers)) + rerun_fixed
         forward_end = 0.0
         if rerun_fixed and quirks_of(spec).cached_copies:
             logits = b * s * spec.vocab / setup.tp if spec.vocab else 0.0

@@ -339,7 +339,9 @@ def explain(
         notes.append(_family_note(spec))
     if isinstance(spec, CnnSpec) and spec.note:
         notes.append(spec.note)
-    if s.dropout_mask_bytes != 1.0:
+    if s.dropout_mask_bytes is None:
+        notes.append("Dropout masks counted in the dtype of the tensor each drops (a CPU run).")
+    elif s.dropout_mask_bytes != 1.0:
         notes.append(f"Dropout masks counted at {s.dropout_mask_bytes:g} B per element.")
     notes.append(
         "nvidia-smi shows reserved memory: PyTorch's caching allocator keeps freed "

@@ -54,6 +54,9 @@ class Quirks:
     fp32_softmax: bool = True  # eager softmax in fp32 (``dtype=torch.float32``)
     loss_upcast: bool = True  # the loss on fp32 logits (T5: on the logits' own dtype)
     ffn_dropout: bool = False  # T5: dropout between the MLP's activation and its output
+    # T5: one relative position bias per stack (a·s² per sample-free tensor), made by the
+    # first layer and handed to the others; the decoder's cross-attention gets zeros
+    position_bias: bool = False
     # autocast caches a layer's 16-bit weight copies until the forward pass ends where its
     # matmuls read the weight itself; Falcon's ``input @ weight.T`` reads a view, so each
     # copy lives only as long as what keeps it
@@ -70,7 +73,7 @@ def t5_quirks(dropout: float) -> Quirks:
     transformers 5 the softmax runs in the scores' dtype (4.x upcast it to fp32)."""
     return Quirks(family="t5", norm_style="t5", rotary=False, eager_only=True,
                   loss_upcast=False, ffn_dropout=True, attention_dropout=dropout,
-                  embed_dropout=dropout, fp32_softmax=False)
+                  embed_dropout=dropout, fp32_softmax=False, position_bias=True)
 
 
 def quirks_of(spec: TransformerSpec) -> Quirks:

@@ -34,6 +34,14 @@ def embedding_backward(spec: Any, p: Precision, setup: Setup) -> tuple[float, fl
     return (3 * one, 2 * one) if spec.tied_embeddings else (one, 0.0)
 
 
+def waiting_head_gradient(spec: Any, p: Precision, setup: Setup) -> float:
+    """A tied output head's gradient, made early in backward: it waits in autograd's
+    input buffer for the embedding's, the last to come, through the whole backward pass
+    (an untied head's is stored at once). 0 for a frozen or untied head."""
+    one, beyond = embedding_backward(spec, p, setup)
+    return one / 3 if beyond else 0.0
+
+
 def largest_gradient(spec: Any, p: Precision, setup: Setup) -> float:
     """The largest weight's gradient: the routed experts' fused gate/up tensor, else one
     MLP matrix (0 when the weights are frozen)."""

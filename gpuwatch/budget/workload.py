@@ -97,8 +97,9 @@ class Setup:
 
     ``dp`` is the data-parallel degree (ZeRO shards over it); ``tp``/``pp`` tensor and
     pipeline degrees. ``overhead_bytes`` None means the automatic figure.
-    ``dropout_mask_bytes`` is 1 for CUDA's fused dropout (a bool mask); a CPU run
-    keeps the mask in the activation dtype.
+    ``dropout_mask_bytes`` is 1 for CUDA's fused dropout (a bool mask); None is a CPU
+    run, which keeps each mask in the dtype of the tensor it drops (fp32 where autocast
+    drops an fp32 tensor: the embedding, T5's probabilities).
 
     ``foreach_optimizer`` is PyTorch's default multi-tensor step (one more state-sized
     temporary); False is a fused or per-tensor step. ``lora_targets`` names the
@@ -128,7 +129,7 @@ class Setup:
     kv_precision: str | None = None
     overhead_bytes: int | None = None
     teacher: ModelSpec | None = None
-    dropout_mask_bytes: float = 1.0
+    dropout_mask_bytes: float | None = 1.0
     foreach_optimizer: bool = True
     lora_targets: str = "q,v"
     keep_logits: bool = False
@@ -156,7 +157,8 @@ class Setup:
             raise BudgetError("--offload", "offloading parameters needs ZeRO stage 3 (--zero 3).")
         check_int(self.lora_rank, "--lora", 0, MAX_LORA_RANK, "LoRA rank")
         lora_target_set(self.lora_targets)
-        if not (isinstance(self.dropout_mask_bytes, (int, float))
+        if self.dropout_mask_bytes is not None and not (
+                isinstance(self.dropout_mask_bytes, (int, float))
                 and 0 <= self.dropout_mask_bytes <= 8):
             raise BudgetError("--dropout-mask-bytes", "a dropout mask element takes 0 to 8 "
                                                       f"bytes, not {self.dropout_mask_bytes!r}.")

@@ -4,10 +4,13 @@
 CUDA's autocast runs them in fp32 (their inputs cast up, their outputs fp32), which
 changes what autograd keeps in every model with such a norm (ConvNeXt, ViT, Swin, the
 SD UNet). Inside :class:`CudaAutocastOps` those functions run as CUDA's autocast runs
-them whenever CPU autocast is on. Models built by a library also get a safe
-``trunc_normal_``: torch ≥ 2.14 redraws out-of-range samples with a data-dependent loop
-that fake tensors cannot run (the values never matter to a trace), and RegNet's block
-widths and timm's drop-path rates are computed on real tensors.
+them whenever CPU autocast is on. :class:`CudaAttention` picks the fused attention kernel
+CUDA picks where the CPU has none (query and value head sizes that differ, as in
+DeepSeek's latent attention: CUDA's memory-efficient kernel, the CPU's math path).
+Models built by a library also get a safe ``trunc_normal_``: torch ≥ 2.14 redraws
+out-of-range samples with a data-dependent loop that fake tensors cannot run (the values
+never matter to a trace), and RegNet's block widths and timm's drop-path rates are
+computed on real tensors.
 """
 
 from __future__ import annotations
@@ -61,6 +64,51 @@ class CudaAutocastOps:
                 delattr(owner, name)
             else:
                 setattr(owner, name, own)
+
+
+def _efficient_when_cuda_would(op: Any) -> Any:
+    """``scaled_dot_product_attention`` that runs CUDA's memory-efficient kernel (O(s)
+    statistics, no a·s² probabilities kept) where the CPU's fused kernel refuses the
+    shapes but CUDA's accepts them: query and key heads of one size, value heads of
+    another, both multiples of the GEMM alignment. A boolean mask becomes an additive
+    bias in the query's dtype first, as CUDA's dispatcher makes it."""
+
+    def run(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+            scale=None, enable_gqa=False):
+        align = 8 if query.dtype in (torch.float16, torch.bfloat16) else 4
+        fits = (query.dim() == 4 and not enable_gqa and query.size(-1) != value.size(-1)
+                and query.size(-1) == key.size(-1) and query.size(1) == key.size(1)
+                and not query.size(-1) % align and not value.size(-1) % align)
+        if not fits:
+            return op(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                      is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+        if torch.is_autocast_enabled("cpu"):  # CUDA autocast runs attention in 16 bits
+            half = torch.get_autocast_dtype("cpu")
+            query, key, value = (t.to(half) for t in (query, key, value))
+        bias = attn_mask
+        if bias is not None and bias.dtype == torch.bool:
+            bias = torch.zeros(bias.shape, dtype=query.dtype, device=query.device) \
+                .masked_fill_(bias.logical_not(), float("-inf"))
+        if bias is not None:
+            b, h, q, k = query.size(0), query.size(1), query.size(2), key.size(2)
+            bias = bias.expand(b, h, q, k)
+        grad = any(t.requires_grad for t in (query, key, value))
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            query, key, value, bias, grad, dropout_p, is_causal, scale=scale)[0]
+
+    return run
+
+
+class CudaAttention:
+    """Attention through the fused kernel CUDA would pick (see the module's note)."""
+
+    def __enter__(self) -> CudaAttention:
+        self.op = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = _efficient_when_cuda_would(self.op)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        F.scaled_dot_product_attention = self.op
 
 
 # Helpers that compute a model's hyperparameters with tensors (``.tolist()``): they run

@@ -11,7 +11,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.distributed._tools.mem_tracker import MemTracker
 
-from gpuwatch.probe.cuda_autocast import CudaAutocastOps, SafeInit
+from gpuwatch.probe.cuda_autocast import CudaAttention, CudaAutocastOps, SafeInit
 
 DTYPE = {"fp32": torch.float32, "amp-bf16": torch.float32, "amp-fp16": torch.float32,
          "mixed-bf16": torch.bfloat16, "mixed-fp16": torch.float16, "bf16": torch.bfloat16,
@@ -158,8 +158,9 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
         amp = req.precision.startswith("amp")
         half = torch.float16 if req.precision.endswith("fp16") else torch.bfloat16
         # CUDA's fp32 ops stay in force through backward, where a checkpointed layer's
-        # re-run turns autocast back on and must compute what its forward did
-        with mt, CudaAutocastOps():
+        # re-run turns autocast back on and must compute what its forward did; attention
+        # runs the fused kernel CUDA would run
+        with mt, CudaAutocastOps(), CudaAttention():
             for i in range(2):
                 mt.watching = i == 1
                 with torch.autocast("cpu", dtype=half, enabled=amp):
@@ -199,7 +200,7 @@ def run(build: Callable[[], Any], req: Any) -> dict[str, int]:
 def _infer(model: nn.Module, x) -> dict[str, int]:
     mt = MemTracker()
     mt.track_external(model)
-    with mt, torch.no_grad():
+    with mt, torch.no_grad(), CudaAttention():
         out = model(x)
         del out
     peak = mt.get_tracker_snapshot("peak")

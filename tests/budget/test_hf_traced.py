@@ -52,11 +52,7 @@ def test_the_data_covers_every_family_with_several_setups():
 
 
 # rows the closed forms do not reach yet (docs/budget.md, "Traced from transformers")
-KNOWN_MISSES = {
-    "t5-base amp-bf16", "t5-base bf16 ckpt", "t5-base amp-bf16 ckpt",
-    "t5-base amp-bf16 ckpt held-out",
-    "deepseek-v3 bf16 ckpt",
-}
+KNOWN_MISSES: set[str] = set()
 
 
 def _marks(name: str) -> list:
