@@ -18,7 +18,8 @@ per bucket of one step (at least ``bucket_s``). On that envelope:
   older half's pace: the approach of a warm-up to its plateau) is projected towards the
   level it approaches, not along a line.
 
-Pure functions over numpy arrays; the rules that use them are ``rules/oom_climb.py`` and ``rules/oom_risk.py``.
+Pure functions over numpy arrays; the rules that use them are ``rules/oom_climb.py``
+and ``rules/oom_risk.py``.
 """
 
 from __future__ import annotations
