@@ -3,8 +3,9 @@
 QStatusBar draws a message (``showMessage``) from its left edge up to its first
 permanent widget and cuts whatever is longer ("Linked pid 66120 to gpt2-medium · bat" at
 1024 px, where the source, pace and sampling texts take most of the line). Here a
-message too long for that room is shortened with "…" at its end (its start says what
-happened: "Linked pid 66120 to gpt2-me…"), the whole text in the bar's tooltip while
+message too long for that room is shortened with "…" in its middle, so its start says
+what happened and its end why ("Linked pid 66120 to gpt2-medi…ZeRO-2 ×8", "Recording
+stopped: /home/…/sessions cannot be created"), the whole text in the bar's tooltip while
 it shows, and fitted again when the room changes (the window resized, a permanent text
 grown) for the rest of its time.
 """
@@ -66,7 +67,7 @@ class FittingStatusBar(QStatusBar):
 
     def _show(self, timeout: int) -> None:
         text = self.full_message
-        shown = self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight,
+        shown = self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideMiddle,
                                               self.message_room())
         self._shown = shown
         self.setToolTip(text if shown != text else "")
@@ -87,7 +88,7 @@ class FittingStatusBar(QStatusBar):
             left_ms = int((self._until - time.monotonic()) * 1000)
             if left_ms <= 0:
                 return
-        shown = self.fontMetrics().elidedText(self.full_message, Qt.TextElideMode.ElideRight,
+        shown = self.fontMetrics().elidedText(self.full_message, Qt.TextElideMode.ElideMiddle,
                                               self.message_room())
         if shown != self._shown:
             self._show(left_ms)
