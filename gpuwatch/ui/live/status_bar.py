@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QStatusBar, QWidget
+from shiboken6 import isValid
 
 # as QStatusBar places a message (qstatusbar.cpp, messageRect)
 MESSAGE_LEFT = 6          # px from the bar's left edge
@@ -46,16 +47,15 @@ class FittingStatusBar(QStatusBar):
 
     def _watch(self, widget: QWidget) -> None:
         self._permanent.append(widget)
-        widget.installEventFilter(self)
-        widget.destroyed.connect(lambda *_, w=widget: self._forget(w))
 
-    def _forget(self, widget: QWidget) -> None:
-        self._permanent = [w for w in self._permanent if w is not widget]
+    def _shown_permanent(self) -> list[QWidget]:
+        self._permanent = [w for w in self._permanent if isValid(w)]   # not deleted since
+        return [w for w in self._permanent if w.isVisible()]
 
     def message_room(self) -> int:
         """The px a message has: from the left up to the first permanent widget shown."""
         right = self.width() - MESSAGE_RIGHT
-        xs = [w.x() for w in self._permanent if w.isVisible()]
+        xs = [w.x() for w in self._shown_permanent()]
         if xs:
             right = min(right, min(xs) - MESSAGE_GAP)
         return max(0, right - MESSAGE_LEFT)
@@ -97,8 +97,8 @@ class FittingStatusBar(QStatusBar):
         super().resizeEvent(event)
         self._refit()
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() in (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show,
-                            QEvent.Type.Hide):
+    def event(self, event: QEvent) -> bool:
+        done = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:   # a permanent text grew or went
             self._refit()
-        return False
+        return done
