@@ -9,12 +9,14 @@ PNG as docs/screenshots/live/SCENARIO-THEME-WxH[SUFFIX].png. These are the real,
 window, not `--screenshot` renders (which lay out once and never see the live-only
 paths). One X server at a time, ended after each shot.
 
+`--fill` maximises the window first: its frame resized to the screen's edges, and the
+grab waits until the window has that size (see :mod:`window_fill`).
 `--keys` types keys into the window before the grab, as a user would (xdotool: `ctrl+3`
 opens the Advisor tab, `ctrl+l` links the selected process to the budget, `ctrl+o Return`
 replays the session being recorded); `--cluster` shows the Prometheus cluster view
 instead (see :mod:`cluster_view`).
 
-Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox xdotool`).
+Needs Xvfb and ImageMagick (`apt install xvfb imagemagick openbox xdotool x11-utils`).
 Run: .venv/bin/python scripts/live_screenshots.py [--scenarios a,b|path.toml] [--sizes 1280x800]
      [--themes light,dark] [--wait 20] [--at 0.6] [--suffix -after] [--out docs/screenshots/live]
      [--colors 256] [--keys "ctrl+3"] [--name advisor] [--cluster] [--fill]
@@ -32,6 +34,8 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+
+from window_fill import fill_screen, wait_filled  # beside this script
 
 REPO = Path(__file__).resolve().parents[1]
 SIZES = ("1280x800", "1920x1080")
@@ -91,11 +95,12 @@ def shot(source: Source, name: str, theme: str, size: str, wait_s: float,
                                        stdout=subprocess.DEVNULL, stderr=log)
                 time.sleep(wait_s / 2)
                 halfway()
-                if fill:        # as a user maximises it
-                    subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name",
-                                    "^gpuwatch$", "windowmove", "0", "0", "windowsize",
-                                    "100%", "100%"], env=env, timeout=30, check=False,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                screen = (int(width), int(height))
+                # as a user maximises it; checked, not assumed (see window_fill)
+                try:
+                    window = fill_screen(env, screen) if fill else None
+                except TimeoutError as e:
+                    raise SystemExit(f"{name}: {e}") from None
                 time.sleep(wait_s / 2)
                 for key in keys:
                     subprocess.run(["xdotool", "key", "--clearmodifiers", key], env=env,
@@ -104,6 +109,11 @@ def shot(source: Source, name: str, theme: str, size: str, wait_s: float,
                 if app.poll() is not None:
                     raise SystemExit(f"{name}: the window ended early (exit {app.returncode}): "
                                      f"{Path(log.name).read_text()[-2000:]}")
+                if window is not None:       # still the screen's size at the grab
+                    try:
+                        wait_filled(env, window, screen, settle_s=KEY_PAUSE_S)
+                    except TimeoutError as e:
+                        raise SystemExit(f"{name}: {e}") from None
                 reduce = ["-colors", str(colors)] if colors else []
                 subprocess.run(["import", "-window", "root", *reduce, str(path)], env=env,
                                check=True, timeout=60)
@@ -146,9 +156,11 @@ def main() -> None:
                              "(xdotool), as a user maximises it")
     args = parser.parse_args()
     keys = tuple(args.keys.split())
-    for tool in ("Xvfb", "import", *(("xdotool",) if keys or args.fill else ())):
+    for tool in ("Xvfb", "import", *(("xdotool",) if keys or args.fill else ()),
+                 *(("xprop", "xwininfo") if args.fill else ())):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is needed: apt install xvfb imagemagick xdotool")
+            raise SystemExit(f"{tool} is needed: apt install xvfb imagemagick xdotool "
+                             "x11-utils")
     args.out.mkdir(parents=True, exist_ok=True)
     sources: dict[str, Source]
     if args.cluster:

@@ -329,3 +329,67 @@ def test_a_wide_window_gives_the_plots_the_larger_part(make_window, scenario, qt
     settle(qtbot, window)
     tabs = window.bottom.sizes()[1]
     assert tabs >= sum(widths[:CONTAINER])
+
+
+def test_the_link_message_fits_the_status_bar_at_1024(make_window, scenario, qtbot) -> None:
+    """After linking a budget, the status bar's message is drawn whole up to the first
+    permanent text (source, pace, sampling), not cut there: shortened with "…" where it
+    is longer, its start (the pid) and end kept, the whole message in the bar's tooltip; and
+    fitted again when the window narrows while it shows."""
+    from PySide6.QtWidgets import QStatusBar
+
+    window = make_window()
+    window.resize(1280, 760)
+    with qtbot.waitExposed(window):
+        window.show()
+    feed(window, scenario("fragmentation"), [890, 900])
+    settle(qtbot, window)
+    request = BudgetRequest(model="gpt2-medium", batch=32, seq=1024, precision="amp-bf16",
+                            checkpointing="full", zero=2, dp=8)
+    assert predict(request) is not None
+    bar = window.statusBar()
+    permanent = (window.status_backend, window.status_interval, window.status_state)
+
+    def room() -> int:      # where QStatusBar draws a message: 6 px in, to 2 px before
+        return min(w.x() for w in permanent if w.isVisible()) - 2 - 6
+
+    full = f"Linked pid 66120 to {request.label}"
+    for size in ((1024, 600), (1280, 760), (1024, 600)):
+        window.resize(*size)
+        settle(qtbot, window)
+        if size == (1024, 600) and bar.currentMessage() == "":
+            window.link_process((0, 66120), request)
+        settle(qtbot, window)
+        message = bar.currentMessage()
+        assert message.startswith("Linked pid 66120 "), message
+        assert bar.fontMetrics().horizontalAdvance(message) <= room(), (size, message)
+        if message != full:
+            assert "…" in message and message.endswith(full[-4:]), message   # start and end
+            assert bar.toolTip() == full, bar.toolTip()
+    window.resize(1024, 600)
+    settle(qtbot, window)
+    assert bar.currentMessage() != full                      # the case that went wrong
+    QStatusBar.clearMessage(bar)
+    assert bar.toolTip() == ""                               # gone with its message
+
+
+@pytest.mark.parametrize("size", [(1024, 600), (1280, 760), (1920, 1050)])
+def test_the_cards_are_whole_once_a_sparkline_grows(make_window, scenario, qtbot, tmp_path,
+                                                    size) -> None:
+    """Shown first, then sampled, as the app runs: a card wide enough for the 40 px
+    sparkline grows after it is laid out, and the cards' row grows with it rather than
+    scrolling the card's top border away (one GPU; eight on a window with room for their
+    two rows)."""
+    for name, whole in (("oom-ramp", True), ("multi-gpu-ddp", size[1] >= 760)):
+        window = make_window(str(tmp_path / f"{name}.ini"))     # no splitter kept
+        with qtbot.waitExposed(window):
+            window.show()
+        window.resize(*size)          # offscreen has no screen to open at this size
+        backend = scenario(name)
+        for t in range(300, 304):
+            feed(window, backend, [t])
+            settle(qtbot, window)
+        bar = window.cards.verticalScrollBar()
+        if whole:
+            assert bar.maximum() == 0, (name, size, window.main.sizes())
+        window.close()

@@ -182,7 +182,7 @@ def test_write_failure_is_shown_and_the_window_keeps_updating(make_window, scena
     rec.recorder._writer.add_snapshot = broken        # the disk goes away mid-session
     feed_both(window, rec, backend, range(3, 6))
     qtbot.waitUntil(lambda: rec.state == "failed", timeout=5000)
-    assert "disk I/O error" in window.statusBar().currentMessage()
+    assert "disk I/O error" in window.statusBar().full_message
     assert rec.label.text() == "Recording failed"
     feed_both(window, rec, backend, range(6, 10))
     assert window.samples == 10
@@ -196,7 +196,7 @@ def test_unwritable_folder_is_shown_not_raised(make_window, scenario, tmp_path, 
     window = make_window()
     rec = RecordingController(window, 1.0)
     feed_both(window, rec, scenario("workstation"), range(0, 3))
-    assert rec.state == "failed" and "cannot be created" in window.statusBar().currentMessage()
+    assert rec.state == "failed" and "cannot be created" in window.statusBar().full_message
     assert window.samples == 3
 
 
@@ -216,7 +216,7 @@ def test_prune_on_start_keeps_the_current_session(make_window, scenario, qtbot):
     qtbot.waitUntil(lambda: not old.exists(), timeout=5000)
     assert not wal.exists()
     assert rec.path is not None and rec.path.exists()
-    qtbot.waitUntil(lambda: "old session" in window.statusBar().currentMessage(), timeout=5000)
+    qtbot.waitUntil(lambda: "old session" in window.statusBar().full_message, timeout=5000)
     rec.close()
 
 

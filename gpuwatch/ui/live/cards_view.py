@@ -280,6 +280,11 @@ class CardsView(QScrollArea):
 
     def height_for_rows(self, rows: int) -> int:
         """Room for ``rows`` rows of cards (budget lines included) without scrolling."""
+        for c in self.cards.values():
+            # a sparkline grown since the last layout pass (a card just made wide enough)
+            # marks only its own row's layout stale: the card's hint is old until laid out
+            if (layout := c.layout()) is not None:
+                layout.activate()
         card = max((c.sizeHint().height() for c in self.cards.values()), default=150)
         m = self._grid.contentsMargins()
         return rows * card + (rows - 1) * self._grid.spacing() + m.top() + m.bottom() + 2

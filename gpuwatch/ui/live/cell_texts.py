@@ -62,6 +62,18 @@ class CellTexts:
         """Start a paint in ``font``; ``full``: it covers every visible cell (what is not
         drawn again is no longer shown). The three fonts by style; :attr:`kept` is the
         generation to look up for this paint."""
+        self.use_font(font)
+        self._full_paints += full
+        if self._full_paints >= KEEP_PAINTS or len(self.kept) > LIMIT \
+                or len(self._seen) > LIMIT:
+            self._full_paints = 0
+            self._before, self.kept = self.kept, {}
+            self._seen_before, self._seen = self._seen, {}
+        return self.fonts
+
+    def use_font(self, font: QFont) -> bool:
+        """Measure and draw in ``font`` (and its bold and italic) from now on; True when
+        it differs from the font before (what was laid out is dropped)."""
         key = font.key()
         if key != self._font_key:
             self._font_key = key
@@ -76,13 +88,8 @@ class CellTexts:
             # the height a static text of one line reports (see ``static``)
             self._height = tuple(math.ceil(m.height()) for m in floats)
             self._overhang = ({}, {}, {})
-        self._full_paints += full
-        if self._full_paints >= KEEP_PAINTS or len(self.kept) > LIMIT \
-                or len(self._seen) > LIMIT:
-            self._full_paints = 0
-            self._before, self.kept = self.kept, {}
-            self._seen_before, self._seen = self._seen, {}
-        return self.fonts
+            return True
+        return False
 
     def static(self, text: str, room: int, style: int) -> Laid:
         """``text`` laid out in the font of ``style``, elided with "…" to ``room``
@@ -118,7 +125,7 @@ class CellTexts:
 
     def _lay_out(self, text: str, room: int, style: int) -> Laid:
         # elided as ``draw_plain`` does it: when the width it reports passes the room
-        shown = text if self._width(text, style) <= room else \
+        shown = text if self.width(text, style) <= room else \
             self._metrics[style].elidedText(text, Qt.TextElideMode.ElideRight, room)
         static = QStaticText(shown)
         static.setTextFormat(Qt.TextFormat.PlainText)
@@ -130,17 +137,18 @@ class CellTexts:
                    height: int, right: bool, style: int) -> None:
         """Draw ``text`` where a static text of it would go, pixel for pixel, shaped on
         the spot and kept nowhere."""
-        width = self._width(text, style)
+        width = self.width(text, style)
         if width > room:
             text = self._metrics[style].elidedText(text, Qt.TextElideMode.ElideRight, room)
-            width = self._width(text, style)
+            width = self.width(text, style)
         x = left + room - width if right else left
         y = top + (height - self._height[style]) // 2 + self._ascent[style]
         p.drawText(QPointF(x, y), text)
 
-    def _width(self, text: str, style: int) -> int:
-        """The width a static text of ``text`` reports: its advance, and the overhang of
-        its last glyph past it (an italic "y")."""
+    def width(self, text: str, style: int) -> int:
+        """The width a static text of ``text`` in the font of ``style`` reports (what a
+        cell needs to show it whole): its advance, and the overhang of its last glyph past
+        it (an italic "y")."""
         if not text:
             return 0
         metrics = self._widths[style]

@@ -35,6 +35,7 @@ from gpuwatch.ui.live.plan_panel import PlanPanel, plan_context
 from gpuwatch.ui.live.process_model import Key
 from gpuwatch.ui.live.process_panel import ProcessPanel
 from gpuwatch.ui.live.redraw_pace import RedrawPace
+from gpuwatch.ui.live.status_bar import FittingStatusBar
 from gpuwatch.ui.live.text_lines import TextLines
 from gpuwatch.ui.live.window_chrome import (
     build_banner,
@@ -70,6 +71,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Settings, banner: str | None = None, fallback: bool = False,
                  history: History | None = None):
         super().__init__()
+        self.setStatusBar(FittingStatusBar())   # a long message shortened, whole in its tooltip
         self.settings = settings
         self.prefs: Preferences = settings.preferences()
         self.history = history or History()
@@ -132,6 +134,7 @@ class MainWindow(QMainWindow):
         self.processes.link_requested.connect(self.link_process)
         self.processes.unlink_requested.connect(self.unlink_process)
         self.processes.selection_changed.connect(lambda _: self._update_capacity())
+        self.processes.columns_widened.connect(self._columns_widened)
         self.budget.link_clicked.connect(self._link_selected)
         self.plots.window_changed.connect(self._window_changed)
         self.plots.live_changed.connect(lambda _: self.set_sampling_state(self.sampling_state))
@@ -248,6 +251,11 @@ class MainWindow(QMainWindow):
         """Split plots and tabs by what the table needs and the window's width (see
         window_layout): a wide window gives the plots the larger part."""
         window_layout.fit_bottom(self.bottom, self.processes)
+
+    def _columns_widened(self) -> None:
+        """A longer text widened a column: the tabs keep the columns through Running."""
+        if self.isVisible() and not self.state.user_split("bottom"):
+            self.fit_bottom()
 
     def _fit_table(self, again: bool = False) -> None:
         """Room for the table's rows, the selected process's plot the rest, until the

@@ -13,7 +13,7 @@ import os
 import signal
 
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QFont, QFontMetrics, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -31,16 +31,12 @@ from gpuwatch.core.history import History
 from gpuwatch.core.snapshot import BackendKind, ProcessSample, Snapshot
 from gpuwatch.core.units import UnitSystem, format_bytes
 from gpuwatch.core.wording import plural
+from gpuwatch.ui.live.column_fit import ColumnFit
 from gpuwatch.ui.live.probe_view import ProbeHistory
-from gpuwatch.ui.live.process_model import MEMORY, NAME, Key, ProcessModel, command_line
+from gpuwatch.ui.live.process_model import MEMORY, Key, ProcessModel, command_line
 from gpuwatch.ui.live.process_plot import ProcessPlot
-from gpuwatch.ui.live.process_table import PADDING, SWATCH, SWATCH_GAP, ProcessTable, SortHeader
-from gpuwatch.ui.live.process_texts import BUDGET, CPU, RSS, RUNNING
-
-# What a cell typically says, per column but the last (Command, which takes the rest): the
-# default widths show these whole, and each header beside its sort arrow when sorted.
-COLUMN_SAMPLES = ("4194304", "username", "python · eval.py", "0", "88.8 GiB", "88.8 GiB · probe",
-                  "100 %", "88.8 GiB", "exited 00:00:00", "docker:0123456789ab")
+from gpuwatch.ui.live.process_table import ProcessTable, SortHeader
+from gpuwatch.ui.live.process_texts import CPU, RSS, RUNNING
 
 
 def current_user() -> str:
@@ -54,6 +50,7 @@ class ProcessPanel(QWidget):
     link_requested = Signal(object)      # Key
     unlink_requested = Signal(object)    # Key
     selection_changed = Signal(object)   # Key | None
+    columns_widened = Signal()           # a longer text widened a column (see column_fit)
 
     def __init__(self, history: History, parent: QWidget | None = None):
         super().__init__(parent)
@@ -96,7 +93,9 @@ class ProcessPanel(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         header.setHighlightSections(False)
-        header.sortIndicatorChanged.connect(lambda *_: header.fit_sorted())
+        self.column_fit = ColumnFit(self.table)
+        header.sortIndicatorChanged.connect(lambda *_: self._fit_sorted())
+        self.table.verticalScrollBar().valueChanged.connect(self._fit_texts)
         self.fit_columns()
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
@@ -149,11 +148,27 @@ class ProcessPanel(QWidget):
         for the sort arrow in the sorted column. Run again once the window's stylesheet is
         in force: it sets the headers' padding."""
         if not keep_widths:
-            for col, width in enumerate(self.default_widths()):
-                self.table.setColumnWidth(col, width)
+            with self.column_fit.sizing():
+                for col, width in enumerate(self.default_widths()):
+                    self.table.setColumnWidth(col, width)
+        self._fit_sorted()
+
+    def _fit_sorted(self) -> None:
         header = self.table.horizontalHeader()
         assert isinstance(header, SortHeader)
-        header.fit_sorted()
+        with self.column_fit.sizing():
+            header.fit_sorted()
+
+    def _fit_texts(self) -> None:
+        """Widen the columns whose texts in view do not fit (see column_fit)."""
+        if self.column_fit.fit():
+            self.columns_widened.emit()
+
+    def shown_widths(self) -> list[int]:
+        """Each column's width as it is now (0: hidden)."""
+        header = self.table.horizontalHeader()
+        return [0 if header.isSectionHidden(c) else header.sectionSize(c)
+                for c in range(header.count())]
 
     HOST_ONLY = (CPU, RSS, RUNNING)   # what only the processes' own host can read
 
@@ -168,19 +183,7 @@ class ProcessPanel(QWidget):
 
     def default_widths(self) -> list[int]:
         """Column widths from the font: each shows its sample text and its header."""
-        metrics = QFontMetrics(self.table.font())
-        bold = QFont(self.table.font())
-        bold.setBold(True)       # a linked budget's cell is bold
-        header = self.table.horizontalHeader()
-        assert isinstance(header, SortHeader)
-        widths = []
-        for col, sample in enumerate(COLUMN_SAMPLES):
-            measure = QFontMetrics(bold) if col == BUDGET else metrics
-            cell = measure.horizontalAdvance(sample) + 2 * PADDING + 2
-            if col == NAME:
-                cell += SWATCH + SWATCH_GAP
-            widths.append(max(cell, header.width_for(col, arrow=False)))
-        return widths
+        return self.column_fit.defaults()
 
     # updates -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -204,6 +207,7 @@ class ProcessPanel(QWidget):
             text += f" · {unseen} unknown"
         self.count.setText(text)
         self.table.set_empty_text(self.empty_text())
+        self._fit_texts()
         if model.exited.version != self._exited_version:   # a process left or went
             self._exited_version = model.exited.version
             self._sync_actions()

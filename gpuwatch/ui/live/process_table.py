@@ -188,6 +188,10 @@ class ProcessTable(QTableView):
             view = weakref.ref(self)
             model.rows_in_view = lambda: _rows_in_view(view())
 
+    def rows_in_view(self) -> tuple[int, int]:
+        """The first and last row shown, whole or in part ((0, -1): none)."""
+        return _rows_in_view(self)
+
     def focusInEvent(self, event: QFocusEvent) -> None:
         super().focusInEvent(event)
         self.viewport().update()

@@ -10,16 +10,19 @@ from collections.abc import Iterable
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QStyle, QTabWidget, QWidget
 
 from gpuwatch.ui.live.budget_panel import BudgetPanel
 from gpuwatch.ui.live.process_panel import ProcessPanel
+from gpuwatch.ui.live.process_texts import COMMAND, RUNNING
 
 DEFAULT_SIZE = QSize(1500, 950)
 TITLE_BAR = 40        # px a window manager's frame may add above the window
 COMMAND_PX = 320      # the Command column's share when the window has room for it
 WIDE_PX = 1600        # from this width the plots take the larger part
-WIDE_TABS = 3 / 8     # the tabs' share of a wide window, at most
+WIDE_TABS = 3 / 8     # the tabs' share of a wide window, unless Running needs more
+WIDE_TABS_MAX = 0.4   # and with it, at most
+TAB_PANE_PX = 6       # the tab pane's border and margins beside the table
 MIN_ROWS = 4          # rows the table keeps room for, however few processes run
 SPARE_ROWS = 1        # and room for a process more than there are
 TABLE_SHARE = 3 / 4   # the table's share of the panel, at most
@@ -71,23 +74,40 @@ def build_splitters(cards: QWidget, plots: QWidget, tabs: QWidget
     return main, bottom
 
 
-def tabs_width(total: int, need: int) -> int:
+def tabs_width(total: int, need: int, keep: int = 0) -> int:
     """The tabs' width in a bottom row ``total`` px wide, for a table that needs
     ``need`` px: what it needs, at most two thirds of a narrow window (the plots keep a
     third) and WIDE_TABS of a wide one, where the Name column carries the script and
-    the plots are what a wide screen is for."""
-    share = total * 2 // 3 if total < WIDE_PX else int(total * WIDE_TABS)
+    the plots are what a wide screen is for; but on a wide one at least ``keep`` (the
+    columns through Running whole) where that is at most WIDE_TABS_MAX of it."""
+    if total < WIDE_PX:
+        share = total * 2 // 3
+    else:
+        share = int(total * WIDE_TABS)
+        if keep <= total * WIDE_TABS_MAX:
+            share = max(share, keep)
     return max(0, min(need, share))
 
 
 def fit_bottom(bottom: QSplitter, processes: ProcessPanel) -> None:
-    """Split plots and tabs (see :func:`tabs_width`)."""
+    """Split plots and tabs (see :func:`tabs_width`) by the table's columns as they are
+    now (a longer text widens its column: see column_fit)."""
     total = bottom.width()
     if total <= 0:
         return
-    need = sum(processes.default_widths()) + COMMAND_PX + 40
-    tabs = tabs_width(total, need)
+    widths = processes.shown_widths()
+    need = sum(widths[:COMMAND]) + COMMAND_PX + 40
+    keep = sum(widths[:RUNNING + 1]) + table_chrome(processes)
+    tabs = tabs_width(total, need, keep)
     bottom.setSizes([total - tabs, tabs])
+
+
+def table_chrome(processes: ProcessPanel) -> int:
+    """The px the tab page takes beside the table's columns: the table's frame, a
+    vertical scroll bar (room kept for one, rows may come), the tab pane's border."""
+    table = processes.table
+    bar = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, table)
+    return 2 * table.frameWidth() + bar + TAB_PANE_PX
 
 
 def table_height(processes: ProcessPanel, rows: int) -> int:
