@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages gpuwatch needs that this machine lacks.
 #   scripts/system-deps.sh          what the app needs (Qt's libraries)
-#   scripts/system-deps.sh test     plus what the tests need (Xvfb, D-Bus, poppler, gcc)
+#   scripts/system-deps.sh test     plus what the tests need (Xvfb, D-Bus, poppler, gcc, openbox)
 # Already-installed packages are skipped, so a second run costs only a dpkg query.
 # When another apt or dpkg holds the package lock (an unattended upgrade, say), it waits
 # for it, saying so, instead of failing.
@@ -13,10 +13,10 @@ runtime=(python3-venv libegl1 libgl1 libx11-6 libdbus-1-3 libfontconfig1 libfree
          libxcb-util1 libxcb-xkb1 libxcb-randr0 libxcb-xfixes0 libxcb-sync1 libxcb-xinerama0
          fonts-dejavu-core)
 testing=(xvfb xauth dbus dbus-x11 poppler-utils gcc libc6-dev prometheus
-         desktop-file-utils appstream libglib2.0-bin zsh fish)
+         desktop-file-utils appstream libglib2.0-bin zsh fish openbox xdotool x11-utils)
 
 why_runtime="Qt's window-system, OpenGL, D-Bus and font libraries, which the PySide6 wheel does not ship"
-why_testing="Xvfb for real windows, a private D-Bus for the tray tests, poppler to read the PDF reports, gcc to build the stand-in NVIDIA driver library the telemetry tests run on, a Prometheus server for the exporter tests, the desktop-file and AppStream validators, GLib's gio to launch the installed desktop entry, and zsh and fish to check the completion scripts"
+why_testing="Xvfb for real windows, a private D-Bus for the tray tests, poppler to read the PDF reports, gcc to build the stand-in NVIDIA driver library the telemetry tests run on, a Prometheus server for the exporter tests, the desktop-file and AppStream validators, GLib's gio to launch the installed desktop entry, zsh and fish to check the completion scripts, and openbox, xdotool and x11-utils for a window managed as on a desktop"
 
 LOCK_WAIT_TRIES=${LOCK_WAIT_TRIES:-20}     # 20 × 30 s: ten minutes at the most
 LOCK_WAIT_S=${LOCK_WAIT_S:-30}
