@@ -182,7 +182,7 @@ def _dense_variant(spec: TransformerSpec) -> TransformerSpec:
 
 def transformer_train_activations(
     spec: TransformerSpec, p: Precision, wl: Workload, setup: Setup, rerun_fixed: float = 0.0
-) -> tuple[float, float]:
+) -> tuple[float, float, float, float]:
     """(saved activations incl. loss temporaries, of which loss, the activations at the
     forward pass's end where that moment can be the larger (0 elsewhere), the
     activations once the loss temporaries are gone) for one micro-batch.
