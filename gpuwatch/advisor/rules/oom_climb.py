@@ -98,8 +98,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     top, before = _peak(used[newest]), _peak(used[~newest])
     if top is None or before is None or top - before < tie:
         return None
-    bar = s.trend_keep_tau if active else s.trend_min_tau
-    gaps = 2 if active else 1
+    bar, gaps = _bars(ctx, active)
     slowing = STILL_CLIMBING if active else DECELERATING
     for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
                                (s.slow_bucket_s, s.slow_window_s)):
@@ -120,13 +119,27 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
             if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
                 return None
         # A trend, not a step: new highs for long enough, over several training steps.
-        persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * climb.bucket_s)
+        persist = _persist(ctx, active, climb.bucket_s)
         if climb.span_s < persist:
             continue
         carried = _carried(ctx, gpu, climb, window_s, persist, bar, gaps, active)
         if carried is not None:
             return carried
     return None
+
+
+def _bars(ctx: RuleContext, active: bool) -> tuple[float, int]:
+    """(the steadiness a climb's tau must reach, the buckets in a row a rising run may
+    miss): looser while the hint is open, so it does not flap."""
+    s = ctx.settings
+    return (s.trend_keep_tau, 2) if active else (s.trend_min_tau, 1)
+
+
+def _persist(ctx: RuleContext, active: bool, bucket_s: float) -> float:
+    """How long a run of new highs must last to be a trend: ``climb_persist_s`` and 2½
+    buckets (training steps); half that to keep an open hint."""
+    s = ctx.settings
+    return (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * bucket_s)
 
 
 def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
@@ -286,11 +299,10 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
     if rising and tie > 0:
         base = Climb(rate=0.0, span_s=0.0, tau=1.0, since_s=ctx.now_s, bucket_s=0.0,
                      level_bytes=float(ctx.gpu_peak(gpu.index, s.trend_window_s) or 0.0))
-        bar = s.trend_keep_tau if active else s.trend_min_tau
-        gaps = 2 if active else 1
+        bar, gaps = _bars(ctx, active)
         for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
                                    (s.slow_bucket_s, s.slow_window_s)):
-            persist = (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * bucket_s)
+            persist = _persist(ctx, active, bucket_s)
             found = _carried(ctx, gpu, replace(base, bucket_s=bucket_s), window_s, persist,
                              bar, gaps, active, among=rising)
             if found is not None:
