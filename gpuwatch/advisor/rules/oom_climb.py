@@ -289,12 +289,21 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
     tie = s.trend_tie_fraction * total
     # the cheap test first: a process whose newest minute holds its peak of the window
     # (while the hint is open, every process: an evaluation's spike may top that minute)
-    rising = list(gpu.processes)
-    if not active:
+    # A process whose memory has not changed over the window makes no new highs at
+    # either scale: it is never read.
+    runs = ctx.history.process_runs(gpu.index)
+    moving = list(gpu.processes)
+    if runs is not None and len(runs.value) == len(gpu.processes):
+        since = ctx.now_s - s.trend_window_s
+        moving = [p for p, changed in zip(gpu.processes, runs.changed_s.tolist(), strict=True)
+                  if changed > since]
+    rising = moving
+    if not active and moving:
         newest = ctx.process_peaks(gpu, s.climb_newest_s)
         window = ctx.process_peaks(gpu, s.trend_window_s)
+        ids = {p.pid for p in moving}
         rising = [p for p, n, w in zip(gpu.processes, newest, window, strict=True)
-                  if n is not None and w is not None and n >= w]
+                  if p.pid in ids and n is not None and w is not None and n >= w]
     found = None
     if rising and tie > 0:
         base = Climb(rate=0.0, span_s=0.0, tau=1.0, since_s=ctx.now_s, bucket_s=0.0,
