@@ -87,18 +87,55 @@ class Climb:
                                         / (self.towards_bytes - limit))
 
 
-def step_period(t: np.ndarray, y: np.ndarray, tie: float) -> float:
-    """The training step's period as the samples show it: the median time between the
-    sawtooth's drops (decreases of at least half the typical drop). 0 when there are
-    fewer than three drops (no sawtooth, or a slow one)."""
+@dataclass(frozen=True, slots=True)
+class Sawtooth:
+    """The training steps' sawtooth as the samples show it."""
+
+    period_s: float     # the median time between its drops (0: fewer than three drops)
+    size: float         # from its bottom to its top (0: none seen)
+    spacing_s: float    # the samples' median interval
+
+    def top_noise(self, bucket_s: float) -> float:
+        """How far a bucket's peak may fall short of the steps' top. A sampler catches a
+        sawtooth at a random point of its step, so over a bucket of n samples the
+        highest sits about the sawtooth's size / n below the top."""
+        return self.size * self.spacing_s / bucket_s if bucket_s > 0 else 0.0
+
+    def quiet_bucket_s(self, tie: float, least_s: float, most_s: float) -> float:
+        """A bucket wide enough that its peak sees the top within half ``tie``, between
+        ``least_s`` and ``most_s``. A sawtooth that frees and takes back a large share
+        of the card every step (a drift of its tops grows it) makes the peaks of short
+        buckets scatter by more than a slow climb adds between them, and no run of new
+        highs shows; wider buckets see the top closely enough."""
+        if tie <= 0 or self.size <= 0:
+            return least_s
+        return float(min(most_s, max(least_s, 2 * self.size * self.spacing_s / tie)))
+
+
+def sawtooth(t: np.ndarray, used: np.ndarray, tie: float) -> Sawtooth:
+    """The sawtooth of ``used`` (known samples at times ``t``): its period is the median
+    time between its drops (decreases of at least half the typical drop), its size the
+    median range of buckets of a step and a half (ten samples at least). Not the drops
+    themselves: under a step of one or two samples, a drop starts from wherever the
+    sampler last caught the climb, well short of the top."""
     if t.size < 4:
-        return 0.0
-    d = np.diff(y)
+        return Sawtooth(0.0, 0.0, 1.0)
+    spacing = float(np.median(np.diff(t)))
+    d = np.diff(used)
     falls = -d[d < -tie]
     if falls.size < 3:
-        return 0.0
+        return Sawtooth(0.0, 0.0, spacing)
     at = t[1:][d < -0.5 * float(np.median(falls))]
-    return float(np.median(np.diff(at))) if at.size >= 3 else 0.0
+    period = float(np.median(np.diff(at))) if at.size >= 3 else 0.0
+    width = max(10 * spacing, 1.5 * period)
+    _, highs = bucket_extremes(t, used, width, "max")
+    _, lows = bucket_extremes(t, used, width, "min")
+    return Sawtooth(period, float(np.median(highs - lows)), spacing)
+
+
+def step_period(t: np.ndarray, y: np.ndarray, tie: float) -> float:
+    """The training step's period as the samples show it (0: no sawtooth, or a slow one)."""
+    return sawtooth(t, y, tie).period_s
 
 
 def _slope(t: np.ndarray, y: np.ndarray, tie: float) -> float:
@@ -139,8 +176,8 @@ def current_climb(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
     half's below which the climb is levelling off (lower to keep a hint open)."""
     keep = ~np.isnan(used)
     t, used = t[keep], used[keep]
-    period = step_period(t, used, tie)
-    width = max(bucket_s, 1.5 * period)     # a bucket holds a whole step and its top
+    saw = sawtooth(t, used, tie)
+    width = max(bucket_s, 1.5 * saw.period_s)     # a bucket holds a whole step and its top
     bt, by = bucket_extremes(t, used, width, "max")
     first = rising_run(by, tie, gaps)
     if first is None:

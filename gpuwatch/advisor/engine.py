@@ -9,7 +9,9 @@ history). Time is the snapshot's timestamp, never the wall clock.
 Hysteresis in time, per hint key (code, GPU, pid):
 
 * a condition must hold ``open_after_s`` before its hint opens (critical ones 5 s at
-  most, ``immediate`` findings such as a lost GPU at once);
+  most, ``immediate`` findings such as a lost GPU at once); missing from a sample or two
+  (``open_gap_s``: a climb seen through a sawtooth's sampling noise drops out for a
+  second now and then) it still holds;
 * an open hint stays open until its condition has been gone ``clear_after_s`` (a rule
   may say the condition *ended*, e.g. memory was given back: then it closes at once);
 * a closed warning or info hint does not reopen within ``cooldown_s`` (a critical
@@ -274,7 +276,8 @@ class Advisor:
             if key in findings:
                 continue
             if track.hint is None:
-                del self._tracks[key]            # broke off before it opened
+                if key in over or now - track.last_true_s > self.settings.open_gap_s:
+                    del self._tracks[key]        # broke off before it opened
             elif key in over or now - track.last_true_s >= (
                     self.settings.clear_after_s if track.finding.clear_after_s is None
                     else track.finding.clear_after_s):

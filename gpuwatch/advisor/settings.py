@@ -16,6 +16,8 @@ GIB = 1024**3
 class AdvisorSettings:
     # --- the engine: hysteresis in time ---------------------------------------
     open_after_s: float = 15.0          # a condition must hold this long before a hint opens
+    open_gap_s: float = 3.0             # …missing from this few seconds of it (a sample or
+                                        # two that sampling noise hid) does not break it
     clear_after_s: float = 30.0         # …and be gone this long before it closes
     cooldown_s: float = 120.0           # a closed hint does not reopen sooner than this
     downgrade_after_s: float = 300.0    # an open hint keeps its worst severity this long
@@ -39,12 +41,15 @@ class AdvisorSettings:
     # trend_bucket_s): it must make new highs for climb_persist_s and three steps (a
     # step up that then holds is not a trend); its rate is the line through its newest
     # trend_recent_s. Slow climbs are judged again on buckets of slow_bucket_s over
-    # slow_window_s. The cheap first test: the newest climb_newest_s top every earlier peak.
+    # slow_window_s, widened (up to slow_bucket_most_s, the window with them) until a
+    # bucket's peak sees the steps' top within the tie. The cheap first test: the newest
+    # climb_newest_s top every earlier peak.
     trend_recent_s: float = 120.0
     climb_persist_s: float = 40.0
     climb_newest_s: float = 70.0
     slow_bucket_s: float = 60.0
     slow_window_s: float = 900.0
+    slow_bucket_most_s: float = 240.0
     # Critical needs a consistent climb: this long, this steady.
     critical_persist_s: float = 60.0
     # A staircase (steps up that hold, regular in height and interval) is looked for in

@@ -29,8 +29,8 @@ from gpuwatch.advisor.climb import (
     Climb,
     Stairs,
     current_climb,
+    sawtooth,
     staircase,
-    step_period,
 )
 from gpuwatch.advisor.context import RuleContext
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
@@ -100,8 +100,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         return None
     bar, gaps = _bars(ctx, active)
     slowing = STILL_CLIMBING if active else DECELERATING
-    for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
-                               (s.slow_bucket_s, s.slow_window_s)):
+    for bucket_s, window_s in _scales(ctx, t, used, tie):
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
@@ -126,6 +125,20 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         if carried is not None:
             return carried
     return None
+
+
+def _scales(ctx: RuleContext, t: np.ndarray, used: np.ndarray,
+            tie: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The (bucket, window) pairs a climb is judged on: a training step (≥ 10 s) over 5
+    minutes, for climbs of minutes; for slow ones, buckets of a minute over 15 minutes,
+    wider (the window with them) where a minute's peak cannot see the steps' top within
+    the tie (``Sawtooth.quiet_bucket_s``, from the samples ``t``, ``used`` of the first window)."""
+    s = ctx.settings
+    keep = ~np.isnan(used)
+    slow = sawtooth(t[keep], used[keep], tie).quiet_bucket_s(tie, s.slow_bucket_s,
+                                                             s.slow_bucket_most_s)
+    return ((s.trend_bucket_s, s.trend_window_s),
+            (slow, s.slow_window_s * slow / s.slow_bucket_s))
 
 
 def _bars(ctx: RuleContext, active: bool) -> tuple[float, int]:
@@ -201,18 +214,22 @@ def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
     """A climb that the newest samples show has stopped: over the newest training step
     and a half (30 s at least), at the climb's rate the envelope would have topped every
-    earlier peak, and it did not. Not judged when that rise would be lost in the noise
-    of sampling a step's top (one sample's climb of the sawtooth) or in the tie."""
-    period = step_period(t, used, tie)
-    span = max(30.0, 1.5 * period)
-    d = np.diff(used[~np.isnan(used)])
+    earlier peak, and it did not (by more than sampling scatters a step's top: a step up
+    that holds, an evaluation's, still shows its sawtooth). Not judged when that rise
+    would be lost in the noise of sampling a step's top (one sample's climb of the
+    sawtooth) or in the tie."""
+    known = ~np.isnan(used)
+    saw = sawtooth(t[known], used[known], tie)
+    span = max(30.0, 1.5 * saw.period_s)
+    d = np.diff(used[known])
     rises = d[d > 0]
-    noise = float(np.percentile(rises, 90)) if rises.size and period > 0 else 0.0
+    noise = float(np.percentile(rises, 90)) if rises.size and saw.period_s > 0 else 0.0
     if climb.rate * span < 2 * max(tie, noise):
         return False
     newest = t >= t[-1] - span
     top, before = _peak(used[newest]), _peak(used[~newest])
-    return top is not None and before is not None and top - before < tie
+    scatter = saw.top_noise(saw.period_s) if saw.period_s > 0 else 0.0
+    return top is not None and before is not None and top - before < max(tie, scatter)
 
 
 def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
@@ -309,8 +326,8 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
         base = Climb(rate=0.0, span_s=0.0, tau=1.0, since_s=ctx.now_s, bucket_s=0.0,
                      level_bytes=float(ctx.gpu_peak(gpu.index, s.trend_window_s) or 0.0))
         bar, gaps = _bars(ctx, active)
-        for bucket_s, window_s in ((s.trend_bucket_s, s.trend_window_s),
-                                   (s.slow_bucket_s, s.slow_window_s)):
+        w = ctx.gpu_window(gpu.index, s.trend_window_s)
+        for bucket_s, window_s in _scales(ctx, w["timestamp_s"], w["used_bytes"], tie):
             persist = _persist(ctx, active, bucket_s)
             found = _carried(ctx, gpu, replace(base, bucket_s=bucket_s), window_s, persist,
                              bar, gaps, active, among=rising)
