@@ -128,17 +128,21 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 
 
 def _scales(ctx: RuleContext, t: np.ndarray, used: np.ndarray,
-            tie: float) -> tuple[tuple[float, float], tuple[float, float]]:
+            tie: float) -> tuple[tuple[float, float], ...]:
     """The (bucket, window) pairs a climb is judged on: a training step (≥ 10 s) over 5
-    minutes, for climbs of minutes; for slow ones, buckets of a minute over 15 minutes,
-    wider (the window with them) where a minute's peak cannot see the steps' top within
-    the tie (``Sawtooth.quiet_bucket_s``, from the samples ``t``, ``used`` of the first window)."""
+    minutes, for climbs of minutes; buckets of a minute over 15 minutes, for slower
+    ones; and where a minute's peak cannot see the steps' top within half the tie
+    (``Sawtooth.quiet_bucket_s``, from the samples ``t``, ``used`` of the first window),
+    wider buckets over a window as much wider, for slow climbs under a large sawtooth
+    (a fast one shows on the minute buckets, and sooner)."""
     s = ctx.settings
     keep = ~np.isnan(used)
-    slow = sawtooth(t[keep], used[keep], tie).quiet_bucket_s(tie, s.slow_bucket_s,
-                                                             s.slow_bucket_most_s)
-    return ((s.trend_bucket_s, s.trend_window_s),
-            (slow, s.slow_window_s * slow / s.slow_bucket_s))
+    quiet = sawtooth(t[keep], used[keep], tie).quiet_bucket_s(tie, s.slow_bucket_s,
+                                                              s.slow_bucket_most_s)
+    scales = ((s.trend_bucket_s, s.trend_window_s), (s.slow_bucket_s, s.slow_window_s))
+    if quiet > s.slow_bucket_s:
+        scales += ((quiet, s.slow_window_s * quiet / s.slow_bucket_s),)
+    return scales
 
 
 def _bars(ctx: RuleContext, active: bool) -> tuple[float, int]:
