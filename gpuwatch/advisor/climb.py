@@ -112,30 +112,41 @@ class Sawtooth:
         return float(min(most_s, max(least_s, 2 * self.size * self.spacing_s / tie)))
 
 
-def sawtooth(t: np.ndarray, used: np.ndarray, tie: float) -> Sawtooth:
-    """The sawtooth of ``used`` (known samples at times ``t``): its period is the median
-    time between its drops (decreases of at least half the typical drop), its size the
-    median range of buckets of a step and a half (ten samples at least). Not the drops
-    themselves: under a step of one or two samples, a drop starts from wherever the
-    sampler last caught the climb, well short of the top."""
+def _drops(t: np.ndarray, used: np.ndarray, tie: float) -> tuple[int, float]:
+    """(how many falls by more than ``tie`` the samples make, the median time between
+    the sawtooth's drops — decreases of at least half the typical fall — or 0 with
+    fewer than three of either)."""
     if t.size < 4:
-        return Sawtooth(0.0, 0.0, 1.0)
-    spacing = float(np.median(np.diff(t)))
+        return 0, 0.0
     d = np.diff(used)
     falls = -d[d < -tie]
     if falls.size < 3:
-        return Sawtooth(0.0, 0.0, spacing)
+        return int(falls.size), 0.0
     at = t[1:][d < -0.5 * float(np.median(falls))]
-    period = float(np.median(np.diff(at))) if at.size >= 3 else 0.0
+    return int(falls.size), float(np.median(np.diff(at))) if at.size >= 3 else 0.0
+
+
+def step_period(t: np.ndarray, used: np.ndarray, tie: float) -> float:
+    """The training step's period as the samples show it (0: no sawtooth, or a slow one)."""
+    return _drops(t, used, tie)[1]
+
+
+def sawtooth(t: np.ndarray, used: np.ndarray, tie: float) -> Sawtooth:
+    """The sawtooth of ``used`` (known samples at times ``t``): its period
+    (``step_period``), and its size, the median range of buckets of a step and a half
+    (ten samples at least). Not the drops themselves: under a step of one or two
+    samples, a drop starts from wherever the sampler last caught the climb, well short
+    of the top."""
+    if t.size < 4:
+        return Sawtooth(0.0, 0.0, 1.0)
+    spacing = float(np.median(np.diff(t)))
+    falls, period = _drops(t, used, tie)
+    if falls < 3:
+        return Sawtooth(0.0, 0.0, spacing)
     width = max(10 * spacing, 1.5 * period)
     _, highs = bucket_extremes(t, used, width, "max")
     _, lows = bucket_extremes(t, used, width, "min")
     return Sawtooth(period, float(np.median(highs - lows)), spacing)
-
-
-def step_period(t: np.ndarray, y: np.ndarray, tie: float) -> float:
-    """The training step's period as the samples show it (0: no sawtooth, or a slow one)."""
-    return sawtooth(t, y, tie).period_s
 
 
 def _slope(t: np.ndarray, y: np.ndarray, tie: float) -> float:
@@ -176,8 +187,8 @@ def current_climb(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
     half's below which the climb is levelling off (lower to keep a hint open)."""
     keep = ~np.isnan(used)
     t, used = t[keep], used[keep]
-    saw = sawtooth(t, used, tie)
-    width = max(bucket_s, 1.5 * saw.period_s)     # a bucket holds a whole step and its top
+    period = step_period(t, used, tie)
+    width = max(bucket_s, 1.5 * period)     # a bucket holds a whole step and its top
     bt, by = bucket_extremes(t, used, width, "max")
     first = rising_run(by, tie, gaps)
     if first is None:

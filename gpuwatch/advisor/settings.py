@@ -41,8 +41,9 @@ class AdvisorSettings:
     # trend_bucket_s): it must make new highs for climb_persist_s and three steps (a
     # step up that then holds is not a trend); its rate is the line through its newest
     # trend_recent_s. Slow climbs are judged again on buckets of slow_bucket_s over
-    # slow_window_s, widened (up to slow_bucket_most_s, the window with them) until a
-    # bucket's peak sees the steps' top within the tie. The cheap first test: the newest
+    # slow_window_s, and where a large sawtooth hides the steps' top from a minute's
+    # peak, on wider buckets too (up to slow_bucket_most_s, the window with them), wide
+    # enough to see it within half the tie. The cheap first test: the newest
     # climb_newest_s top every earlier peak.
     trend_recent_s: float = 120.0
     climb_persist_s: float = 40.0
