@@ -117,6 +117,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
             since_exit = _peak(used[t >= exit_s])
             if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
                 return None
+        climb = _after_hold(t, used, tie, climb)
         # A trend, not a step: new highs for long enough, over several training steps.
         persist = _persist(ctx, active, climb.bucket_s)
         if climb.span_s < persist:
@@ -222,6 +223,50 @@ def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
     that holds, an evaluation's, still shows its sawtooth). Not judged when that rise
     would be lost in the noise of sampling a step's top (one sample's climb of the
     sawtooth) or in the tie."""
+    bar = _hold_bar(t, used, tie, climb)
+    if bar is None:
+        return False
+    span, least = bar
+    newest = t >= t[-1] - span
+    top, before = _peak(used[newest]), _peak(used[~newest])
+    return top is not None and before is not None and top - before < least
+
+
+def _held_until(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> float | None:
+    """When the newest hold *inside* the climb's run ended (None: it held nowhere): a
+    stretch of a training step and a half in which the envelope did not top its earlier
+    peaks, by the test of ``_stopped``. Sampling noise can bridge a plateau with a new
+    high by a hair and a forgiven bucket, so a warm-up, the plateau after it and an
+    evaluation's step up read as one run of new highs; the climb after a hold is judged
+    on its own."""
+    bar = _hold_bar(t, used, tie, climb)
+    if bar is None:
+        return None
+    span, least = bar
+    known = ~np.isnan(used) & (t >= climb.since_s)
+    tt, high = t[known], np.maximum.accumulate(used[known])
+    if tt.size < 2:
+        return None
+    ends = np.searchsorted(tt, tt + span)
+    inside = ends < tt.size
+    starts = np.flatnonzero(inside)
+    held = starts[high[ends[starts]] - high[starts] < least]
+    return None if held.size == 0 else float(tt[ends[held[-1]]])
+
+
+def _after_hold(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> Climb:
+    """The climb as it stands after the newest hold inside its run (itself if none)."""
+    held = _held_until(t, used, tie, climb)
+    if held is None or held <= climb.since_s:
+        return climb
+    return replace(climb, since_s=held, span_s=float(t[-1]) - held)
+
+
+def _hold_bar(t: np.ndarray, used: np.ndarray, tie: float,
+              climb: Climb) -> tuple[float, float] | None:
+    """(the stretch over which a climb at its rate must top its earlier peaks, by how
+    much at least), or None where that rise would be lost in the noise of sampling a
+    step's top or in the tie."""
     known = ~np.isnan(used)
     saw = sawtooth(t[known], used[known], tie)
     span = max(30.0, 1.5 * saw.period_s)
@@ -229,11 +274,9 @@ def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
     rises = d[d > 0]
     noise = float(np.percentile(rises, 90)) if rises.size and saw.period_s > 0 else 0.0
     if climb.rate * span < 2 * max(tie, noise):
-        return False
-    newest = t >= t[-1] - span
-    top, before = _peak(used[newest]), _peak(used[~newest])
+        return None
     scatter = saw.top_noise(saw.period_s) if saw.period_s > 0 else 0.0
-    return top is not None and before is not None and top - before < max(tie, scatter)
+    return span, max(tie, scatter)
 
 
 def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
@@ -256,8 +299,12 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
                           STILL_CLIMBING if active else DECELERATING)
         if c is None or c.span_s < persist:
             continue
-        if among is not None and _stopped(w["timestamp_s"], w["used_bytes"], tie, c):
-            continue
+        if among is not None:
+            if _stopped(w["timestamp_s"], w["used_bytes"], tie, c):
+                continue
+            c = _after_hold(w["timestamp_s"], w["used_bytes"], tie, c)
+            if c.span_s < persist:
+                continue
         if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
             continue
         rates += c.rate
