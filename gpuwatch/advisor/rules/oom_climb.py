@@ -33,6 +33,7 @@ from gpuwatch.advisor.climb import (
     staircase,
 )
 from gpuwatch.advisor.context import RuleContext
+from gpuwatch.advisor.holds import Holds
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
 
 LED_EVERY_S = 5.0      # how often a GPU of several processes is searched for a climbing one
@@ -104,11 +105,15 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
-        climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
-                              bar, gaps, slowing)
+        def climb_of(t: np.ndarray, used: np.ndarray, bucket_s: float = bucket_s) -> Climb | None:
+            return current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
+                                 bar, gaps, slowing)
+
+        climb = climb_of(t, used)
         if climb is None:
             continue
-        if _stopped(t, used, tie, climb):
+        holds = Holds.of(t, used, tie)
+        if holds.stopped(climb):
             return None
         # What is left since a process exited during the climb is well below it: the
         # climb ended, or its process did.
@@ -117,7 +122,10 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
             since_exit = _peak(used[t >= exit_s])
             if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
                 return None
-        climb = _after_hold(t, used, tie, climb)
+        climb = holds.past_a_step(climb, climb_of)
+        if climb is None:
+            continue
+        climb = holds.after_hold(climb)
         # A trend, not a step: new highs for long enough, over several training steps.
         persist = _persist(ctx, active, climb.bucket_s)
         if climb.span_s < persist:
@@ -216,69 +224,6 @@ def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     return None if best is None else best[1]
 
 
-def _stopped(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> bool:
-    """A climb that the newest samples show has stopped: over the newest training step
-    and a half (30 s at least), at the climb's rate the envelope would have topped every
-    earlier peak, and it did not (by more than sampling scatters a step's top: a step up
-    that holds, an evaluation's, still shows its sawtooth). Not judged when that rise
-    would be lost in the noise of sampling a step's top (one sample's climb of the
-    sawtooth) or in the tie."""
-    bar = _hold_bar(t, used, tie, climb)
-    if bar is None:
-        return False
-    span, least = bar
-    newest = t >= t[-1] - span
-    top, before = _peak(used[newest]), _peak(used[~newest])
-    return top is not None and before is not None and top - before < least
-
-
-def _held_until(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> float | None:
-    """When the newest hold *inside* the climb's run ended (None: it held nowhere): a
-    stretch of a training step and a half in which the envelope did not top its earlier
-    peaks, by the test of ``_stopped``. Sampling noise can bridge a plateau with a new
-    high by a hair and a forgiven bucket, so a warm-up, the plateau after it and an
-    evaluation's step up read as one run of new highs; the climb after a hold is judged
-    on its own."""
-    bar = _hold_bar(t, used, tie, climb)
-    if bar is None:
-        return None
-    span, least = bar
-    known = ~np.isnan(used) & (t >= climb.since_s)
-    tt, high = t[known], np.maximum.accumulate(used[known])
-    if tt.size < 2:
-        return None
-    ends = np.searchsorted(tt, tt + span)
-    inside = ends < tt.size
-    starts = np.flatnonzero(inside)
-    held = starts[high[ends[starts]] - high[starts] < least]
-    return None if held.size == 0 else float(tt[ends[held[-1]]])
-
-
-def _after_hold(t: np.ndarray, used: np.ndarray, tie: float, climb: Climb) -> Climb:
-    """The climb as it stands after the newest hold inside its run (itself if none)."""
-    held = _held_until(t, used, tie, climb)
-    if held is None or held <= climb.since_s:
-        return climb
-    return replace(climb, since_s=held, span_s=float(t[-1]) - held)
-
-
-def _hold_bar(t: np.ndarray, used: np.ndarray, tie: float,
-              climb: Climb) -> tuple[float, float] | None:
-    """(the stretch over which a climb at its rate must top its earlier peaks, by how
-    much at least), or None where that rise would be lost in the noise of sampling a
-    step's top or in the tie."""
-    known = ~np.isnan(used)
-    saw = sawtooth(t[known], used[known], tie)
-    span = max(30.0, 1.5 * saw.period_s)
-    d = np.diff(used[known])
-    rises = d[d > 0]
-    noise = float(np.percentile(rises, 90)) if rises.size and saw.period_s > 0 else 0.0
-    if climb.rate * span < 2 * max(tie, noise):
-        return None
-    scatter = saw.top_noise(saw.period_s) if saw.period_s > 0 else 0.0
-    return span, max(tie, scatter)
-
-
 def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
              persist: float, bar: float, gaps: int, active: bool,
              among: Sequence[ProcessSample] | None = None) -> Climb | None:
@@ -286,25 +231,31 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     trend (not a warm-up) adds its rate. Processes arriving one after another, or the
     tops of several processes' steps coming into line, lift the GPU's envelope without
     any process climbing: no trend. None when no process carries the climb. ``among``:
-    the processes to judge (all of the GPU's), each then also held to ``_stopped``."""
+    the processes to judge (all of the GPU's), each then also held to ``Holds.stopped``."""
     s = ctx.settings
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    slowing = STILL_CLIMBING if active else DECELERATING
+
+    def climb_of(t: np.ndarray, used: np.ndarray) -> Climb | None:
+        return current_climb(t, used, tie, climb.bucket_s,
+                             max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps, slowing)
+
     rates, own = 0.0, []
     for p in gpu.processes if among is None else among:
         w = ctx.process_window(gpu.index, p.pid, window_s)
         if w["used_bytes"].size < 3:
             continue
-        c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
-                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
-                          STILL_CLIMBING if active else DECELERATING)
+        c = climb_of(w["timestamp_s"], w["used_bytes"])
         if c is None or c.span_s < persist:
             continue
-        if among is not None:
-            if _stopped(w["timestamp_s"], w["used_bytes"], tie, c):
-                continue
-            c = _after_hold(w["timestamp_s"], w["used_bytes"], tie, c)
-            if c.span_s < persist:
-                continue
+        holds = Holds.of(w["timestamp_s"], w["used_bytes"], tie)
+        if among is not None and holds.stopped(c):
+            continue
+        c = holds.past_a_step(c, climb_of)
+        if c is not None and among is not None:
+            c = holds.after_hold(c)
+        if c is None or c.span_s < persist:
+            continue
         if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
             continue
         rates += c.rate
@@ -324,13 +275,24 @@ def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> boo
     """The process is in its first ``oom_warmup_s`` and has grown at about its climb's
     pace since it arrived: the climb is its warm-up (loading, the first steps and
     evaluation filling the caching allocator), not a trend. A process whose memory
-    mostly came at once and then keeps climbing slower is not warming up."""
+    mostly came at once and then keeps climbing slower is not warming up.
+
+    A staircase that began in those minutes at that pace stays the warm-up's until two
+    of its steps have come after them (one interval: the pace seen again): a warm-up's
+    last step and an evaluation's buffers soon after it are regular enough to read as
+    one more step of it."""
     s = ctx.settings
     first = ctx.first_seen_s(gpu_index, pid)
-    # (a warm-up that ends at 6 min is seen to end a few buckets later)
-    if first is None or ctx.now_s - first >= s.oom_warmup_s + 2.5 * climb.bucket_s:
+    if first is None:
         return False
     age = ctx.now_s - first
+    # (a warm-up that ends at 6 min is seen to end a few buckets later)
+    if age >= s.oom_warmup_s + 2.5 * climb.bucket_s:
+        st, end = climb.stairs, first + s.oom_warmup_s
+        if st is None or st.first_step_s >= end:
+            return False
+        if st.last_step_s >= end and 1 + (st.last_step_s - end) // st.every_s >= 2:
+            return False
     w = ctx.process_window(gpu_index, pid, age + 1)
     t, used = w["timestamp_s"], w["used_bytes"]
     known = ~np.isnan(used)

@@ -1,0 +1,110 @@
+"""Whether a climb of the peak envelope held: stopped now, held somewhere inside its run,
+or stepped up so recently that a step which will hold cannot yet be told from a trend.
+
+A climb at rate r tops its earlier peaks by about r × a training step and a half (30 s
+at least) over any such stretch, give or take the scatter of sampling a step's top
+(a sampler catches a step at a random point: what its sawtooth climbs between two
+samples). Where that rise is lost in the noise — one sample's climb of the sawtooth,
+or the tie — no hold is judged.
+
+Pure functions over numpy arrays, for ``rules/oom_climb.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpuwatch.advisor.climb import Climb, sawtooth
+
+ClimbOf = Callable[[np.ndarray, np.ndarray], "Climb | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Holds:
+    """The known samples of one window, with what a hold in them is measured against."""
+
+    t: np.ndarray
+    used: np.ndarray
+    span_s: float       # a training step and a half, 30 s at least
+    least: float        # a top by less than this is no new high (the tie, or the scatter)
+    noise: float        # the tie, or one sample's climb of the sawtooth if more
+    period_s: float
+
+    @classmethod
+    def of(cls, t: np.ndarray, used: np.ndarray, tie: float) -> Holds:
+        known = ~np.isnan(used)
+        t, used = t[known], used[known]
+        saw = sawtooth(t, used, tie)
+        d = np.diff(used)
+        rises = d[d > 0]
+        climb = float(np.percentile(rises, 90)) if rises.size and saw.period_s > 0 else 0.0
+        scatter = saw.top_noise(saw.period_s) if saw.period_s > 0 else 0.0
+        return cls(t, used, max(30.0, 1.5 * saw.period_s), max(tie, scatter),
+                   max(tie, climb), saw.period_s)
+
+    def judged(self, climb: Climb) -> bool:
+        """The climb's rise over the span stands out of the noise: holds can be seen."""
+        return self.t.size >= 2 and climb.rate * self.span_s >= 2 * self.noise
+
+    def stopped(self, climb: Climb) -> bool:
+        """The newest span did not top the earlier peaks, though at the climb's rate it
+        would have: the climb is over (a step up that holds, an evaluation's, still
+        shows its sawtooth, whose tops scatter by ``least``)."""
+        if not self.judged(climb):
+            return False
+        newest = self.t >= self.t[-1] - self.span_s
+        if newest.all() or not newest.any():
+            return False
+        return float(self.used[newest].max() - self.used[~newest].max()) < self.least
+
+    def after_hold(self, climb: Climb) -> Climb:
+        """The climb from the newest hold *inside* its run on (itself if none). Sampling
+        noise can bridge a plateau with a new high by a hair and a forgiven bucket, so a
+        warm-up, the plateau after it and an evaluation's step up read as one run of new
+        highs; what climbs after a hold is judged on its own."""
+        if not self.judged(climb):
+            return climb
+        inside = self.t >= climb.since_s
+        t, high = self.t[inside], np.maximum.accumulate(self.used[inside])
+        ends = np.searchsorted(t, t + self.span_s)
+        starts = np.flatnonzero(ends < t.size)
+        held = starts[high[ends[starts]] - high[starts] < self.least]
+        if held.size == 0:
+            return climb
+        since = float(t[ends[held[-1]]])
+        return climb if since <= climb.since_s else replace(
+            climb, since_s=since, span_s=float(self.t[-1]) - since)
+
+    def past_a_step(self, climb: Climb, climb_of: ClimbOf) -> Climb | None:
+        """The climb, or what it was before a step up too recent to judge. Within a step
+        and a half of the next top after a step (an evaluation's buffers, a process's
+        allocation), nobody can tell whether it holds; its rise, many times the climb's
+        own pace, would otherwise be projected as a trend. So the climb before the step
+        (``climb_of`` those samples) goes on from the stepped-up level, and levels off
+        as much higher; with no climb before it, there is none yet."""
+        t, used = self.t, self.used
+        if t.size < 3:
+            return climb
+        high = np.maximum.accumulate(used)
+        back = np.searchsorted(t, t - self.span_s)
+        young = np.flatnonzero((t >= t[-1] - self.span_s - max(self.period_s, 10.0))
+                               & (back > 0))
+        if young.size == 0:
+            return climb
+        rise = high[young] - high[back[young] - 1]
+        if float(rise.max()) <= 2 * climb.rate * self.span_s + 2 * self.least:
+            return climb                                   # the climb's own pace
+        first = young[np.argmax(rise > 2 * climb.rate * self.span_s + 2 * self.least)]
+        start = int(np.searchsorted(high, high[back[first] - 1] + self.least, side="right"))
+        before = climb_of(t[:start], used[:start]) if start >= 3 else None
+        if before is None:
+            return None
+        if float(rise.max()) <= 2 * before.rate * self.span_s + 2 * self.least:
+            return climb
+        lift = climb.level_bytes - before.level_bytes
+        return replace(before, level_bytes=climb.level_bytes,
+                       towards_bytes=None if before.towards_bytes is None
+                       else before.towards_bytes + lift)
