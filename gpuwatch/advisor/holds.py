@@ -31,6 +31,7 @@ class Holds:
     span_s: float       # a training step and a half, 30 s at least
     least: float        # a top by less than this is no new high (the tie, or the scatter)
     noise: float        # the tie, or one sample's climb of the sawtooth if more
+    scatter: float      # how far a sampled top falls short of the top, at most about
     period_s: float
 
     @classmethod
@@ -43,11 +44,21 @@ class Holds:
         climb = float(np.percentile(rises, 90)) if rises.size and saw.period_s > 0 else 0.0
         scatter = saw.top_noise(saw.period_s) if saw.period_s > 0 else 0.0
         return cls(t, used, max(30.0, 1.5 * saw.period_s), max(tie, scatter),
-                   max(tie, climb), saw.period_s)
+                   max(tie, climb), scatter, saw.period_s)
 
     def judged(self, climb: Climb) -> bool:
-        """The climb's rise over the span stands out of the noise: holds can be seen."""
-        return self.t.size >= 2 and climb.rate * self.span_s >= 2 * self.noise
+        """The climb's rise stands out of the noise, so a hold can be seen: over the span,
+        twice one sample's climb of the sawtooth; from one top to the next, the bar of a
+        new high and four times the scatter of sampling a top (each of two tops may be
+        caught up to two spacings early)."""
+        top_to_top = self.period_s if self.period_s > 0 else self.span_s   # (no sawtooth)
+        return (self.t.size >= 2 and climb.rate * self.span_s >= 2 * self.noise
+                and climb.rate * top_to_top >= self.least + 4 * self.scatter)
+
+    def inner_span_s(self) -> float:
+        """A hold inside a run lasts two and a half steps (30 s at least): it has seen two
+        tops after the one before it, whatever the phase."""
+        return max(30.0, 2.5 * self.period_s)
 
     def stopped(self, climb: Climb) -> bool:
         """The newest span did not top the earlier peaks, though at the climb's rate it
@@ -64,12 +75,15 @@ class Holds:
         """The climb from the newest hold *inside* its run on (itself if none). Sampling
         noise can bridge a plateau with a new high by a hair and a forgiven bucket, so a
         warm-up, the plateau after it and an evaluation's step up read as one run of new
-        highs; what climbs after a hold is judged on its own."""
+        highs; what climbs after a hold is judged on its own. (Over two and a half steps
+        a steady climb tops its earlier peaks by two steps' rise, less the scatter of
+        two sampled tops: well above the bar where ``judged``.)"""
         if not self.judged(climb):
             return climb
+        span = self.inner_span_s()
         inside = self.t >= climb.since_s
         t, high = self.t[inside], np.maximum.accumulate(self.used[inside])
-        ends = np.searchsorted(t, t + self.span_s)
+        ends = np.searchsorted(t, t + span)
         starts = np.flatnonzero(ends < t.size)
         held = starts[high[ends[starts]] - high[starts] < self.least]
         if held.size == 0:
@@ -82,9 +96,15 @@ class Holds:
         """The climb, or what it was before a step up too recent to judge. Within a step
         and a half of the next top after a step (an evaluation's buffers, a process's
         allocation), nobody can tell whether it holds; its rise, many times the climb's
-        own pace, would otherwise be projected as a trend. So the climb before the step
-        (``climb_of`` those samples) goes on from the stepped-up level, and levels off
-        as much higher; with no climb before it, there is none yet."""
+        pace, would otherwise be projected as a trend. So the climb before the step
+        (``climb_of`` those samples, judged as under way) goes on from the stepped-up
+        level, and levels off as much higher. With no climb before it, a step is one
+        unless the climb's own rate accounts for it (a climb setting out).
+
+        A step is a stretch of a step and a half whose envelope rose by more than twice
+        the mean of the three stretches before it, and by four times the scatter of
+        sampling a top more: all are read the same way, so a steady climb's noise is in
+        each."""
         t, used = self.t, self.used
         if t.size < 3:
             return climb
@@ -94,16 +114,19 @@ class Holds:
                                & (back > 0))
         if young.size == 0:
             return climb
+        # the pace of the three stretches before (a stretch of a step and a half holds one
+        # top or two; three hold four or five: their mean is steadier)
+        earlier = np.maximum(np.searchsorted(t, t[young] - 4 * self.span_s) - 1, 0)
         rise = high[young] - high[back[young] - 1]
-        if float(rise.max()) <= 2 * climb.rate * self.span_s + 2 * self.least:
-            return climb                                   # the climb's own pace
-        first = young[np.argmax(rise > 2 * climb.rate * self.span_s + 2 * self.least)]
-        start = int(np.searchsorted(high, high[back[first] - 1] + self.least, side="right"))
+        pace = (high[back[young] - 1] - high[earlier]) / 3
+        stepped = rise > 2 * pace + 4 * self.least
+        if not stepped.any():
+            return climb
+        start = int(back[young[np.argmax(stepped)]])     # the stretch the step came in
         before = climb_of(t[:start], used[:start]) if start >= 3 else None
         if before is None:
-            return None
-        if float(rise.max()) <= 2 * before.rate * self.span_s + 2 * self.least:
-            return climb
+            setting_out = float(rise.max()) <= 2 * climb.rate * self.span_s + 2 * self.least
+            return climb if setting_out else None
         lift = climb.level_bytes - before.level_bytes
         return replace(before, level_bytes=climb.level_bytes,
                        towards_bytes=None if before.towards_bytes is None

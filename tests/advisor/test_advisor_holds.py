@@ -9,10 +9,14 @@ forgiven the warm-up, the plateau and the evaluation's buffers read as a single 
 
 from __future__ import annotations
 
+import numpy as np
 from advisor_support import GIB
 from generated_shapes import RunSpec, Shape, judge
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
+
+from gpuwatch.advisor.climb import Climb, current_climb
+from gpuwatch.advisor.holds import Holds
 
 
 @st.composite
@@ -46,3 +50,77 @@ def late_evaluations(draw) -> RunSpec:
 def test_an_evaluation_after_a_warm_up_and_its_plateau_is_no_climb(spec: RunSpec) -> None:
     out = judge(spec)
     assert out.loud == [], spec.label
+
+
+# --- the hold tests alone, on sampled sawtooths ----------------------------------------
+
+TOTAL = 80.0 * GIB
+TIE = 0.002 * TOTAL
+
+
+def _sampled(seconds: int, seed: int) -> np.ndarray:
+    """One sample a second, each at an instant that wanders across its second."""
+    rng = np.random.default_rng(seed)
+    return np.arange(seconds, dtype=float) + rng.uniform(0.0, 1.0, seconds)
+
+
+def _climb_of(bucket_s: float, under_way: bool = False):
+    """The rule's judgement of a climb; ``under_way``: as an open hint's (looser)."""
+    def climb_of(t: np.ndarray, used: np.ndarray) -> Climb | None:
+        if under_way:
+            return current_climb(t, used, TIE, bucket_s, max(120.0, 4 * bucket_s), 0.4, 2)
+        return current_climb(t, used, TIE, bucket_s, max(120.0, 4 * bucket_s), 0.6)
+    return climb_of
+
+
+@given(period=st.floats(2.0, 60.0), size=st.floats(0.01, 0.3),
+       pace=st.floats(0.005, 0.2), seed=st.integers(0, 2**16))
+def test_a_steady_climb_is_neither_held_nor_a_step(period: float, size: float, pace: float,
+                                                    seed: int) -> None:
+    """A level rising at 0.5–20 % of the card a minute under any sawtooth: the climb
+    found is the climb judged — not stopped, not cut at a hold, not a step."""
+    t = _sampled(600, seed)
+    used = (0.1 + pace * t / 60 + size * (t % period) / period) * TOTAL
+    climb_of = _climb_of(10.0)
+    climb = climb_of(t[t >= t[-1] - 300], used[t >= t[-1] - 300])
+    assume(climb is not None)
+    holds = Holds.of(t[t >= t[-1] - 300], used[t >= t[-1] - 300], TIE)
+    assert not holds.stopped(climb)
+    assert holds.after_hold(climb) == climb
+    assert holds.past_a_step(climb, _climb_of(10.0, under_way=True)) == climb
+
+
+@given(period=st.floats(5.0, 40.0), size=st.floats(0.01, 0.1), height=st.floats(0.04, 0.15),
+       tau=st.floats(60.0, 240.0), after=st.floats(1.0, 1.5), seed=st.integers(0, 2**16))
+def test_a_step_on_a_climb_goes_on_at_the_climbs_pace(
+        period: float, size: float, height: float, tau: float, after: float,
+        seed: int) -> None:
+    """A warm-up approaching its plateau, then an evaluation's step up: from the first
+    top after the step until it has been seen to hold, the climb is the approach's — at
+    its pace, not the step's — going on from the stepped-up level."""
+    # a step that stands out of the noise of sampling the sawtooth's tops
+    assume(height >= 8 * max(0.002, size / period))
+    step_s = 330.0
+    t = _sampled(400, seed)
+    t = t[t <= step_s + 2 + after * period]
+    level = 0.2 + 0.4 * (1 - np.exp(-t / tau)) + np.where(t >= step_s, height, 0.0)
+    used = (level + size * (t % period) / period) * TOTAL
+    climb_of = _climb_of(10.0)
+    recent = t >= t[-1] - 300
+    climb = climb_of(t[recent], used[recent])
+    # a climb established before the step (without one, a step and a climb setting
+    # out look alike until persistence and the newest samples' hold judge them)
+    early = recent & (t < step_s - 30)
+    before = climb_of(t[early], used[early])
+    assume(climb is not None and before is not None and before.span_s >= 40)
+    assume(climb.span_s >= 40)          # the rule judges only a climb that has persisted
+    judged = Holds.of(t[recent], used[recent], TIE).past_a_step(
+        climb, _climb_of(10.0, under_way=True))
+    if judged is None:
+        return
+    # the approach's fastest pace over the stretch its rate is read from (two minutes,
+    # or four buckets)
+    recent = max(120.0, 4 * judged.bucket_s)
+    pace = 0.4 / tau * np.exp(-(step_s - recent) / tau) * TOTAL
+    assert judged.rate <= 1.5 * pace + TIE / 10.0
+    assert judged.level_bytes == climb.level_bytes     # from the stepped-up level

@@ -33,7 +33,7 @@ from gpuwatch.advisor.climb import (
     staircase,
 )
 from gpuwatch.advisor.context import RuleContext
-from gpuwatch.advisor.holds import Holds
+from gpuwatch.advisor.holds import ClimbOf, Holds
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
 
 LED_EVERY_S = 5.0      # how often a GPU of several processes is searched for a climbing one
@@ -105,11 +105,8 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
-        def climb_of(t: np.ndarray, used: np.ndarray, bucket_s: float = bucket_s) -> Climb | None:
-            return current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
-                                 bar, gaps, slowing)
-
-        climb = climb_of(t, used)
+        climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
+                              bar, gaps, slowing)
         if climb is None:
             continue
         holds = Holds.of(t, used, tie)
@@ -122,7 +119,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
             since_exit = _peak(used[t >= exit_s])
             if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
                 return None
-        climb = holds.past_a_step(climb, climb_of)
+        climb = holds.past_a_step(climb, _under_way(ctx, tie, climb.bucket_s, active))
         if climb is None:
             continue
         climb = holds.after_hold(climb)
@@ -234,24 +231,21 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     the processes to judge (all of the GPU's), each then also held to ``Holds.stopped``."""
     s = ctx.settings
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
-    slowing = STILL_CLIMBING if active else DECELERATING
-
-    def climb_of(t: np.ndarray, used: np.ndarray) -> Climb | None:
-        return current_climb(t, used, tie, climb.bucket_s,
-                             max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps, slowing)
-
+    before = _under_way(ctx, tie, climb.bucket_s, active)
     rates, own = 0.0, []
     for p in gpu.processes if among is None else among:
         w = ctx.process_window(gpu.index, p.pid, window_s)
         if w["used_bytes"].size < 3:
             continue
-        c = climb_of(w["timestamp_s"], w["used_bytes"])
+        c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
+                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
+                          STILL_CLIMBING if active else DECELERATING)
         if c is None or c.span_s < persist:
             continue
         holds = Holds.of(w["timestamp_s"], w["used_bytes"], tie)
         if among is not None and holds.stopped(c):
             continue
-        c = holds.past_a_step(c, climb_of)
+        c = holds.past_a_step(c, before)
         if c is not None and among is not None:
             c = holds.after_hold(c)
         if c is None or c.span_s < persist:
@@ -269,6 +263,19 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     return replace(climb, rate=rates, towards_bytes=towards,
                    settle_s=own[0].settle_s if towards is not None else None,
                    tau=min(c.tau for c in own), span_s=first.span_s, since_s=first.since_s)
+
+
+def _under_way(ctx: RuleContext, tie: float, bucket_s: float, active: bool) -> ClimbOf:
+    """The climb under way in some samples, as steady as an open hint's must be (the
+    question is whether one was, not whether to warn of it), levelling off by the bar
+    of the moment."""
+    s = ctx.settings
+    slowing = STILL_CLIMBING if active else DECELERATING
+
+    def climb_of(t: np.ndarray, used: np.ndarray) -> Climb | None:
+        return current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
+                             s.trend_keep_tau, 2, slowing)
+    return climb_of
 
 
 def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> bool:
