@@ -248,9 +248,9 @@ def staircase(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float) -> S
         return None
     # the noise of sampling a step's top: how much neighbouring buckets' peaks differ
     noise = float(np.median(np.abs(np.diff(by))))
-    # neighbouring new highs (at most one bucket apart) are one step; a new high by
+    # new highs in neighbouring buckets are one step; a new high by
     # little more than that noise is a better sample of a top, not a step
-    split = np.flatnonzero(np.diff(at) > 2) + 1
+    split = np.flatnonzero(np.diff(at) > 1) + 1
     groups = np.split(at, split)
     starts = np.array([bt[g[0]] for g in groups])
     lasts = np.array([bt[g[-1]] for g in groups])
