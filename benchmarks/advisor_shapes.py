@@ -15,8 +15,11 @@ can be measured on the same runs (``PYTHONPATH=<old checkout>:tests/advisor``).
 
 Usage: ``python benchmarks/advisor_shapes.py [--examples 2000] [--jobs 2] [--seed 0]
 [--rows FILE]``. The runs are drawn in chunks of ``--chunk``; with ``--rows`` each
-chunk's rows are appended to FILE (JSON lines) as it finishes, and ``--summarize FILE``
-prints the figures of what a run (finished or not) wrote there.
+chunk's rows are appended to FILE (JSON lines) as it finishes, each with its run's
+spec; ``--summarize FILE`` prints the figures of what a run (finished or not) wrote
+there, and ``--again FILE`` judges again, one by one, the runs it has failing (the
+draws of a chunk depend on more than its seed, so a failure is kept by its spec, not
+found again by drawing).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "advisor"))
 
-from generated_shapes import failing_runs, healthy_runs, judge
+from generated_shapes import RunSpec, failing_runs, healthy_runs, judge
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 Row = tuple  # (kind, label, ok, detail...)
@@ -59,7 +62,7 @@ def _collect(strategy, n: int, at: int, measure) -> list[Row]:
 def _healthy(spec) -> Row:
     out = judge(spec)
     crit = any(sev == "critical" for _, _, sev in out.loud)
-    return ("healthy", spec.label, bool(out.loud), crit, out.loud[:1])
+    return ("healthy", spec.label, bool(out.loud), crit, out.loud[:1], spec.to_json())
 
 
 def _failing(spec) -> Row:
@@ -73,7 +76,19 @@ def _failing(spec) -> Row:
     crit = next((x for x in out.loud if x[0] >= f.start_s and x[2] == "critical"), None)
     crit_lead = None if crit is None or full is None else full - crit[0]
     return (f.kind, spec.label, bool(early), lead, need, crit_lead,
-            None if first is None else first[1], early[:1], full)
+            None if first is None else first[1], early[:1], full, spec.to_json())
+
+
+def _failed(row: Row) -> bool:
+    """A healthy run that warned, or a failing run warned early, late or never."""
+    if row[0] == "healthy":
+        return bool(row[2])
+    return bool(row[2]) or (row[4] is not None and (row[3] is None or row[3] < row[4]))
+
+
+def _again(row: Row) -> Row:
+    spec = RunSpec.from_json(row[-1])
+    return _healthy(spec) if row[0] == "healthy" else _failing(spec)
 
 
 def _work(job: tuple[str, int, int, float]) -> list[Row]:
@@ -94,7 +109,18 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=5, help="failures to print")
     parser.add_argument("--rows", type=Path, help="append each chunk's rows here")
     parser.add_argument("--summarize", type=Path, help="print the figures of a rows file")
+    parser.add_argument("--again", type=Path,
+                        help="judge again, one by one, the runs a rows file has failing")
     args = parser.parse_args()
+    if args.again is not None:
+        rows = [json.loads(line) for line in args.again.read_text().splitlines()
+                if line.strip()]
+        bad = [r for r in rows if isinstance(r[-1], dict) and _failed(r)]  # (spec kept)
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for now in pool.map(_again, bad):
+                print(("still  " if _failed(now) else "passes ") + _verdict(now))
+        print(f"\n{len(bad)} failed runs judged again")
+        return
     if args.summarize is not None:
         rows = [tuple(json.loads(line)) for line in args.summarize.read_text().splitlines()
                 if line.strip()]
@@ -116,6 +142,12 @@ def main() -> None:
                 with args.rows.open("a") as f:
                     f.writelines(json.dumps(r) + "\n" for r in part)
     _report(rows, time.perf_counter() - started, args.jobs, args.show)
+
+
+def _verdict(row: Row) -> str:
+    if row[0] == "healthy":
+        return f"{row[1]}: {row[4]}"
+    return f"{row[1]}: lead {row[3]} s (owed {row[4]:.0f} s), early {row[7]}"
 
 
 def _report(rows: list[Row], wall: float | None, jobs: int, show: int) -> None:

@@ -24,7 +24,7 @@ the ``Advisor`` sample by sample, as the recorder and the window do.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from advisor_support import GIB, MIB, T0
@@ -167,6 +167,16 @@ class RunSpec:
                 full = int(fine[over[0]])              # it dies within that second
                 per[0][0][full:] = np.nan
         return t, [[np.round(d * self.total_bytes / MIB) * MIB for d in g] for g in per], full
+
+    def to_json(self) -> dict:
+        """The run as plain data (a profile's rows keep it, to judge a run again alone)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunSpec:
+        return cls(**{**data, "gpus": [[Shape(**s) for s in g] for g in data["gpus"]],
+                      "failure": None if data["failure"] is None
+                      else Failure(**data["failure"])})
 
     def required_lead_s(self, full_s: float) -> float:
         """A warning this long before full: 60 s, or a quarter of the climb (≤ 10 min)."""
