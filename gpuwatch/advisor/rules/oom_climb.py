@@ -232,8 +232,11 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     s = ctx.settings
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
     before = _under_way(ctx, tie, climb.bucket_s, active)
+    warming = _warming_now(ctx, gpu.index)
     rates, own = 0.0, []
     for p in gpu.processes if among is None else among:
+        if not active and p.pid in warming:
+            continue
         w = ctx.process_window(gpu.index, p.pid, window_s)
         if w["used_bytes"].size < 3:
             continue
@@ -251,6 +254,7 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
         if c is None or c.span_s < persist:
             continue
         if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
+            warming.add(p.pid)
             continue
         rates += c.rate
         own.append(c)
@@ -263,6 +267,19 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     return replace(climb, rate=rates, towards_bytes=towards,
                    settle_s=own[0].settle_s if towards is not None else None,
                    tau=min(c.tau for c in own), span_s=first.span_s, since_s=first.since_s)
+
+
+def _warming_now(ctx: RuleContext, gpu_index: int) -> set[int]:
+    """The processes of the GPU found warming up on this sample. A warm-up read at the
+    pace of the finest scale is one at every scale: the wider buckets' line through the
+    same climb is slower, and against that pace the growth since arrival looks like
+    memory that came at once."""
+    key = ("warming", gpu_index)
+    memo = ctx.memo.get(key)
+    if memo is None or memo[0] != ctx.now_s:
+        memo = (ctx.now_s, set())
+        ctx.memo[key] = memo
+    return memo[1]
 
 
 def _under_way(ctx: RuleContext, tie: float, bucket_s: float, active: bool) -> ClimbOf:
