@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuwatch.advisor.climb import Climb, sawtooth
+from gpuwatch.advisor.climb import Climb, Sawtooth, sawtooth
 
 ClimbOf = Callable[[np.ndarray, np.ndarray], "Climb | None"]
 
@@ -35,10 +35,12 @@ class Holds:
     period_s: float
 
     @classmethod
-    def of(cls, t: np.ndarray, used: np.ndarray, tie: float) -> Holds:
+    def of(cls, t: np.ndarray, used: np.ndarray, tie: float,
+           saw: Sawtooth | None = None) -> Holds:
+        """``saw``: the samples' sawtooth, when the caller has read it already."""
         known = ~np.isnan(used)
         t, used = t[known], used[known]
-        saw = sawtooth(t, used, tie)
+        saw = sawtooth(t, used, tie) if saw is None else saw
         d = np.diff(used)
         rises = d[d > 0]
         climb = float(np.percentile(rises, 90)) if rises.size and saw.period_s > 0 else 0.0

@@ -27,6 +27,7 @@ from gpuwatch.advisor.climb import (
     DECELERATING,
     STILL_CLIMBING,
     Climb,
+    Sawtooth,
     Stairs,
     current_climb,
     sawtooth,
@@ -101,15 +102,18 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         return None
     bar, gaps = _bars(ctx, active)
     slowing = STILL_CLIMBING if active else DECELERATING
-    for bucket_s, window_s in _scales(ctx, t, used, tie):
+    keep = ~np.isnan(used)
+    saw = sawtooth(t[keep], used[keep], tie)          # of the first window, read once
+    for bucket_s, window_s in _scales(ctx, saw, tie):
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
+            saw = None
         climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
                               bar, gaps, slowing)
         if climb is None:
             continue
-        holds = Holds.of(t, used, tie)
+        holds = Holds.of(t, used, tie, saw)
         if holds.stopped(climb):
             return None
         # What is left since a process exited during the climb is well below it: the
@@ -133,18 +137,16 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     return None
 
 
-def _scales(ctx: RuleContext, t: np.ndarray, used: np.ndarray,
+def _scales(ctx: RuleContext, saw: Sawtooth,
             tie: float) -> tuple[tuple[float, float], ...]:
     """The (bucket, window) pairs a climb is judged on: a training step (≥ 10 s) over 5
     minutes, for climbs of minutes; buckets of a minute over 15 minutes, for slower
     ones; and where a minute's peak cannot see the steps' top within half the tie
-    (``Sawtooth.quiet_bucket_s``, from the samples ``t``, ``used`` of the first window),
+    (``Sawtooth.quiet_bucket_s``, from ``saw``, the sawtooth of the first window),
     wider buckets over a window as much wider, for slow climbs under a large sawtooth
     (a fast one shows on the minute buckets, and sooner)."""
     s = ctx.settings
-    keep = ~np.isnan(used)
-    quiet = sawtooth(t[keep], used[keep], tie).quiet_bucket_s(tie, s.slow_bucket_s,
-                                                              s.slow_bucket_most_s)
+    quiet = saw.quiet_bucket_s(tie, s.slow_bucket_s, s.slow_bucket_most_s)
     scales = ((s.trend_bucket_s, s.trend_window_s), (s.slow_bucket_s, s.slow_window_s))
     if quiet > s.slow_bucket_s:
         scales += ((quiet, s.slow_window_s * quiet / s.slow_bucket_s),)
@@ -364,7 +366,9 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
                      level_bytes=float(ctx.gpu_peak(gpu.index, s.trend_window_s) or 0.0))
         bar, gaps = _bars(ctx, active)
         w = ctx.gpu_window(gpu.index, s.trend_window_s)
-        for bucket_s, window_s in _scales(ctx, w["timestamp_s"], w["used_bytes"], tie):
+        t, used = w["timestamp_s"], w["used_bytes"]
+        keep = ~np.isnan(used)
+        for bucket_s, window_s in _scales(ctx, sawtooth(t[keep], used[keep], tie), tie):
             persist = _persist(ctx, active, bucket_s)
             found = _carried(ctx, gpu, replace(base, bucket_s=bucket_s), window_s, persist,
                              bar, gaps, active, among=rising)
