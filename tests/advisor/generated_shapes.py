@@ -83,7 +83,7 @@ class Shape:
         else:                                  # approach to the plateau, there at warmup_s
             ramp = (1 - np.exp(-4 * x)) / (1 - math.exp(-4))
         level = self.context + (self.level - self.context) * ramp
-        saw = self.amplitude * (((local + self.phase_s) % self.period_s) / self.period_s)
+        saw = self.amplitude * self.step_phase(local)
         if self.ckpt_every_s:
             saving = (local > self.warmup_s) & ((local % self.ckpt_every_s) < self.ckpt_s)
             saw = np.where(saving, 0.0, saw)
@@ -93,6 +93,19 @@ class Shape:
             used = used + np.where(evaluating, self.eval_height, 0.0)
         alive = (local >= 0) & (True if self.end_s is None else t < self.end_s)
         return np.where(alive, used, np.nan)
+
+    def step_phase(self, local: np.ndarray) -> np.ndarray:
+        """How far into its training step the process is (0–1), ``local`` seconds after
+        its start. Real steps are no metronome: data loading and the host make each
+        last a little more or less, so the step clock wanders against the sampler's by
+        half a step either way, over 100 steps (5 min at least) — steps ±3 % at most.
+        A clock in exact lockstep with the sampler would show it the same phases for
+        hours (a 2 s step sampled every second, never its top quarter), which no run
+        does."""
+        wander_s = max(300.0, 100.0 * self.period_s)
+        wandered = local + 0.5 * self.period_s * np.sin(2 * math.pi * local / wander_s
+                                                         + self.phase_s)
+        return ((wandered + self.phase_s) % self.period_s) / self.period_s
 
     @property
     def peak(self) -> float:
@@ -118,8 +131,7 @@ class Failure:
             return np.floor(since / self.step_every_s) * (room * 1.05 / steps)
         rise = since / self.fill_s * room * 1.05
         if self.kind == "drift":
-            local = t - shape.start_s
-            return rise * (((local + shape.phase_s) % shape.period_s) / shape.period_s)
+            return rise * shape.step_phase(t - shape.start_s)
         return rise
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from advisor_support import GIB
 from generated_shapes import RunSpec, Shape, judge
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from gpuwatch.advisor.climb import Climb, current_climb
@@ -46,6 +46,23 @@ def late_evaluations(draw) -> RunSpec:
                          f"evaluation +{100 * eval_height:.0f} % for {eval_s:.0f} s")
 
 
+def _late(warmup: str, warmup_s: float, steps: int, level: float, amplitude: float,
+          plateau_s: float, eval_height: float, eval_s: float, start_s: float,
+          phase_s: float) -> RunSpec:
+    """One run of the family, written out (steps of 5 s, on a 24 GiB card)."""
+    shape = Shape(start_s=start_s, end_s=None, context=0.02, level=level, warmup=warmup,
+                  warmup_s=warmup_s, steps=steps, period_s=5.0, amplitude=amplitude,
+                  phase_s=phase_s, eval_every_s=warmup_s + plateau_s,
+                  eval_height=eval_height, eval_s=eval_s)
+    return RunSpec(24 * GIB, 0, 0.01, [[shape]],
+                   int(start_s + warmup_s + plateau_s + eval_s + 120), label=warmup)
+
+
+# A linear warm-up ending 9 s before the sixth minute, then an evaluation of the warm-up's
+# own pace; a two-step staircase warm-up whose second step, a plateau and an evaluation
+# make three new highs on minute buckets under a sawtooth of 14 % of the card.
+@example(_late("linear", 350.9, 4, 0.444, 0.02, 27.4, 0.032, 138.0, 0.0, 30.94))
+@example(_late("staircase", 156.5, 2, 0.647, 0.143, 7.5, 0.03, 90.7, 5.54, 43.15))
 @given(late_evaluations())
 def test_an_evaluation_after_a_warm_up_and_its_plateau_is_no_climb(spec: RunSpec) -> None:
     out = judge(spec)

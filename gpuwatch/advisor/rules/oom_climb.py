@@ -214,7 +214,7 @@ def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
                       tau=1.0, since_s=st.first_step_s, bucket_s=st.bucket_s,
                       level_bytes=level, stairs=st,
                       next_step_in_s=max(0.0, st.last_step_s + st.every_s - ctx.now_s))
-        if not active and _warming_up(ctx, gpu.index, pid, climb):
+        if not active and _warming_up(ctx, gpu, pid, climb):
             continue
         limit = ctx.limit_bytes(gpu)
         ttf = None if limit is None else climb.time_to(limit)
@@ -255,7 +255,8 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
             c = holds.after_hold(c)
         if c is None or c.span_s < persist:
             continue
-        if not active and _warming_up(ctx, gpu.index, p.pid, c):  # an open hint stays open
+        if not active and _warming_up(ctx, gpu, p.pid, c,  # an open hint stays open
+                                      slow_scale=window_s != s.trend_window_s):
             warming.add(p.pid)
             continue
         rates += c.rate
@@ -297,28 +298,40 @@ def _under_way(ctx: RuleContext, tie: float, bucket_s: float, active: bool) -> C
     return climb_of
 
 
-def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> bool:
+def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
+                slow_scale: bool = False) -> bool:
     """The process is in its first ``oom_warmup_s`` and has grown at about its climb's
     pace since it arrived: the climb is its warm-up (loading, the first steps and
     evaluation filling the caching allocator), not a trend. A process whose memory
     mostly came at once and then keeps climbing slower is not warming up.
 
-    A staircase that began in those minutes at that pace stays the warm-up's until two
-    of its steps have come after them (one interval: the pace seen again): a warm-up's
-    last step and an evaluation's buffers soon after it are regular enough to read as
-    one more step of it."""
+    On the slow scales (``slow_scale``: buckets of a minute and wider) every climb in
+    those minutes is the warm-up's: a line through the few wide buckets of a warm-up
+    joins its steps and an evaluation into a slow climb, and a climb slow enough to need
+    those buckets loses nothing by being judged once the warm-up is over.
+
+    A climb that began in those minutes stays the warm-up's until it has made new highs
+    of its own for as long as a trend must (``_persist``) after them: a warm-up that ends
+    near the last of its minutes, and an evaluation's buffers soon after it, continue
+    its line for a step or two. A staircase that began in them stays the warm-up's until
+    two of its steps have come after them (one interval: the pace seen again)."""
     s = ctx.settings
+    gpu_index = gpu.index
     first = ctx.first_seen_s(gpu_index, pid)
     if first is None:
         return False
     age = ctx.now_s - first
+    end = first + s.oom_warmup_s
     # (a warm-up that ends at 6 min is seen to end a few buckets later)
     if age >= s.oom_warmup_s + 2.5 * climb.bucket_s:
-        st, end = climb.stairs, first + s.oom_warmup_s
-        if st is None or st.first_step_s >= end:
+        st = climb.stairs
+        if st is None and (climb.since_s >= end or _climbing_after(ctx, gpu, pid, climb, end)):
             return False
-        if st.last_step_s >= end and 1 + (st.last_step_s - end) // st.every_s >= 2:
+        if st is not None and (st.first_step_s >= end or (
+                st.last_step_s >= end and 1 + (st.last_step_s - end) // st.every_s >= 2)):
             return False
+    elif slow_scale:
+        return True
     w = ctx.process_window(gpu_index, pid, age + 1)
     t, used = w["timestamp_s"], w["used_bytes"]
     known = ~np.isnan(used)
@@ -328,6 +341,18 @@ def _warming_up(ctx: RuleContext, gpu_index: int, pid: int, climb: Climb) -> boo
     arrival = float(used[t <= t[0] + climb.bucket_s].max())
     recent = float(used[t >= t[-1] - climb.bucket_s].max())
     return recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s)
+
+
+def _climbing_after(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
+                    end: float) -> bool:
+    """The process's envelope has made a trend of new highs since ``end`` (from the
+    bucket before it), on the climb's buckets, for as long as a trend must."""
+    s = ctx.settings
+    w = ctx.process_window(gpu.index, pid, ctx.now_s - end + climb.bucket_s)
+    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    after = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
+                          max(s.trend_recent_s, 4 * climb.bucket_s), s.trend_min_tau)
+    return after is not None and after.span_s >= _persist(ctx, False, climb.bucket_s)
 
 
 def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
