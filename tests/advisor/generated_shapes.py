@@ -4,7 +4,8 @@ A run is one to eight GPUs, each with a training process (a DDP rank: the same s
 its own timings) and perhaps others arriving and leaving. A process's memory is a
 *level* (its warm-up from the CUDA context to a plateau: linear, a staircase, or an
 approach to the plateau, 10 s to 6 min) plus the *sawtooth* of its training steps
-(period 1–60 s, amplitude 1–30 % of the card), with evaluation spikes (a step up that
+(period 1–60 s, its steps up to 3 % longer or shorter than that as the host wanders,
+amplitude 1–30 % of the card), with evaluation spikes (a step up that
 holds 10 s to 3 min) and checkpoint dips (no steps: memory sits at the level). A healthy
 GPU never holds more than 85 % of its card.
 
