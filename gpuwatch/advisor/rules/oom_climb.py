@@ -324,11 +324,7 @@ def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     end = first + s.oom_warmup_s
     # (a warm-up that ends at 6 min is seen to end a few buckets later)
     if age >= s.oom_warmup_s + 2.5 * climb.bucket_s:
-        st = climb.stairs
-        if st is None and (climb.since_s >= end or _climbing_after(ctx, gpu, pid, climb, end)):
-            return False
-        if st is not None and (st.first_step_s >= end or (
-                st.last_step_s >= end and 1 + (st.last_step_s - end) // st.every_s >= 2)):
+        if _outgrew_warm_up(ctx, gpu, pid, climb, end):
             return False
     elif slow_scale:
         return True
@@ -343,10 +339,18 @@ def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     return recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s)
 
 
-def _climbing_after(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
-                    end: float) -> bool:
-    """The process's envelope has made a trend of new highs since ``end`` (from the
-    bucket before it), on the climb's buckets, for as long as a trend must."""
+def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
+                     end: float) -> bool:
+    """The climb is no longer the warm-up's, which ended at ``end``: it began after it,
+    or has climbed on its own since — a staircase by two steps after it, any other
+    climb by a trend of new highs since (from the bucket before ``end``, on the climb's
+    buckets, for as long as a trend must)."""
+    st = climb.stairs
+    if st is not None:
+        return st.first_step_s >= end or (
+            st.last_step_s >= end and 1 + (st.last_step_s - end) // st.every_s >= 2)
+    if climb.since_s >= end:
+        return True
     s = ctx.settings
     w = ctx.process_window(gpu.index, pid, ctx.now_s - end + climb.bucket_s)
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
