@@ -49,9 +49,10 @@ install-desktop: $(STAMP)
 uninstall-desktop:
 	packaging/install.sh --uninstall
 
-# The public library parts (the estimator and the in-process probe) are typed.
+# Typed: the public library parts (the estimator, the in-process probe, the planner),
+# and the advisor with the core it reads.
 typecheck: $(STAMP)
-	$(BIN)/mypy gpuwatch/budget gpuwatch/probe gpuwatch/plan
+	$(BIN)/mypy gpuwatch/budget gpuwatch/probe gpuwatch/plan gpuwatch/advisor gpuwatch/core
 
 # The application icon's PNGs, rendered again from its SVG.
 icons: $(STAMP)

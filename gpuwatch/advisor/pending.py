@@ -61,9 +61,9 @@ def pending_judgements(history: History, settings: AdvisorSettings) -> list[str]
         if not procs:
             continue
         ring = history.gpu(gpu.index)
-        seen = (() if ring is None else
+        seen = (None if ring is None else
                 ring.since(now - s.trend_window_s, ("timestamp_s",))["timestamp_s"])
-        span = now - float(seen[0]) if len(seen) else 0.0
+        span = now - float(seen[0]) if seen is not None and seen.size else 0.0
         if span < s.trend_min_span_s:
             out.append(f"Forecasts of GPU {gpu.index} running out of memory need "
                        f"{format_duration(s.trend_min_span_s)} of history "

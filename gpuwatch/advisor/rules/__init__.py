@@ -1,5 +1,8 @@
 """The rules, one module each: pure functions ``(RuleContext) -> list[Finding]``."""
 
+from collections.abc import Callable
+
+from gpuwatch.advisor.context import Finding, RuleContext
 from gpuwatch.advisor.rules.bandwidth import bandwidth_saturated
 from gpuwatch.advisor.rules.budget_capacity import budget_exceeds_capacity
 from gpuwatch.advisor.rules.contention import contention
@@ -16,8 +19,8 @@ RULES = (gpu_lost, oom_risk, likely_oom, budget_exceeds_capacity, memory_leak, f
 # Rules that look at trends over many minutes run every few seconds, not every sample:
 # their answer cannot change faster, and with 64 processes a GPU they are most of the cost.
 # (bandwidth-saturated reads two minutes of history and only informs.)
-RULE_PERIODS_S = {memory_leak: 10.0, contention: 5.0, underused: 10.0,
-                  bandwidth_saturated: 5.0}
+RULE_PERIODS_S: dict[Callable[[RuleContext], list[Finding]], float] = {
+    memory_leak: 10.0, contention: 5.0, underused: 10.0, bandwidth_saturated: 5.0}
 
 CODES = ("oom-risk", "likely-oom", "budget-exceeds-capacity", "memory-leak", "fragmentation",
          "contention", "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")

@@ -125,7 +125,7 @@ def _from_allocator(ctx: RuleContext, gpu: GpuSample, p: ProcessSample,
 
 
 def fragmentation(ctx: RuleContext) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     links, allocator = ctx.links, ctx.allocator
     if not links and not allocator:     # nothing to go on (the common case): no loop
         return out

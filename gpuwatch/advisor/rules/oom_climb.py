@@ -103,8 +103,9 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     bar, gaps = _bars(ctx, active)
     slowing = STILL_CLIMBING if active else DECELERATING
     keep = ~np.isnan(used)
-    saw = sawtooth(t[keep], used[keep], tie)          # of the first window, read once
-    for bucket_s, window_s in _scales(ctx, saw, tie):
+    first_saw = sawtooth(t[keep], used[keep], tie)    # of the first window, read once
+    for bucket_s, window_s in _scales(ctx, first_saw, tie):
+        saw: Sawtooth | None = first_saw
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
@@ -147,10 +148,10 @@ def _scales(ctx: RuleContext, saw: Sawtooth,
     (a fast one shows on the minute buckets, and sooner)."""
     s = ctx.settings
     quiet = saw.quiet_bucket_s(tie, s.slow_bucket_s, s.slow_bucket_most_s)
-    scales = ((s.trend_bucket_s, s.trend_window_s), (s.slow_bucket_s, s.slow_window_s))
+    scales = [(s.trend_bucket_s, s.trend_window_s), (s.slow_bucket_s, s.slow_window_s)]
     if quiet > s.slow_bucket_s:
-        scales += ((quiet, s.slow_window_s * quiet / s.slow_bucket_s),)
-    return scales
+        scales.append((quiet, s.slow_window_s * quiet / s.slow_bucket_s))
+    return tuple(scales)
 
 
 def _bars(ctx: RuleContext, active: bool) -> tuple[float, int]:
