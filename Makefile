@@ -13,8 +13,10 @@ run: system-deps $(STAMP)
 demo: system-deps $(STAMP)
 	$(BIN)/gpuwatch gui --demo
 
+# The suite runs on every core (pytest-xdist); TEST_JOBS=0 runs it in one process.
+TEST_JOBS ?= auto
 test: system-deps-test $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n $(TEST_JOBS)
 	$(BIN)/ruff check gpuwatch tests benchmarks
 
 # The suite again with every dependency at the lowest version pyproject.toml allows.
@@ -23,7 +25,7 @@ test-floor: system-deps-test
 	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
 	$(PYTHON) scripts/floor_constraints.py > $(FLOOR_VENV)/constraints.txt
 	$(FLOOR_VENV)/bin/python -m pip install -q -c $(FLOOR_VENV)/constraints.txt -e '.[dev]'
-	QT_QPA_PLATFORM=offscreen $(FLOOR_VENV)/bin/python -m pytest -q -p no:cacheprovider
+	QT_QPA_PLATFORM=offscreen $(FLOOR_VENV)/bin/python -m pytest -q -n $(TEST_JOBS) -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuwatch tests benchmarks
