@@ -106,7 +106,8 @@ class Holds:
         A step is a stretch of a step and a half whose envelope rose by more than twice
         the mean of the three stretches before it, and by four times the scatter of
         sampling a top more: all are read the same way, so a steady climb's noise is in
-        each."""
+        each. A climb that was levelling off is held to its own forecast instead
+        (``_levelling_step``)."""
         t, used = self.t, self.used
         if t.size < 3:
             return climb
@@ -122,10 +123,13 @@ class Holds:
         rise = high[young] - high[back[young] - 1]
         pace = (high[back[young] - 1] - high[earlier]) / 3
         stepped = rise > 2 * pace + 4 * self.least
-        if not stepped.any():
-            return climb
-        start = int(back[young[np.argmax(stepped)]])     # the stretch the step came in
-        before = climb_of(t[:start], used[:start]) if start >= 3 else None
+        if stepped.any():
+            start = int(back[young[np.argmax(stepped)]])     # the stretch the step came in
+            before = climb_of(t[:start], used[:start]) if start >= 3 else None
+        else:
+            start, before = self._levelling_step(young, back, rise, climb_of)
+            if before is None:
+                return climb
         if before is None:
             setting_out = float(rise.max()) <= 2 * climb.rate * self.span_s + 2 * self.least
             return climb if setting_out else None
@@ -133,3 +137,40 @@ class Holds:
         return replace(before, level_bytes=climb.level_bytes,
                        towards_bytes=None if before.towards_bytes is None
                        else before.towards_bytes + lift)
+
+    def _came_at_once(self, first: int, last: int, rise: float) -> bool:
+        """Most of ``rise`` (the envelope's, from sample ``first`` to ``last``) came
+        within one training step (10 s at least), as a step's memory does; a climb's
+        comes evenly. Only told where the stretch holds three such windows."""
+        window = max(self.period_s, 10.0)
+        t = self.t[first:last + 1]
+        if t[-1] - t[0] < 3 * window:
+            return False
+        high = np.maximum.accumulate(self.used[first:last + 1])
+        ends = np.minimum(np.searchsorted(t, t + window), t.size - 1)
+        return float((high[ends] - high).max()) >= 2 / 3 * rise
+
+    def _levelling_step(self, young: np.ndarray, back: np.ndarray, rise: np.ndarray,
+                        climb_of: ClimbOf) -> tuple[int, Climb | None]:
+        """(where, the climb before it) for a step up on a climb that was levelling off
+        (a warm-up's approach to its plateau), or (0, None). The stretches before such
+        a step climbed faster than the climb does by then, so their mean pace sets the
+        bar too high: an evaluation's +8 % five seconds after a warm-up that levels off
+        read as more of it (a 7 %/min climb from 84 %, critical). Here the bar is the
+        levelling climb's own forecast over the stretch, plus four times the scatter,
+        and the rise must have come at once (``_came_at_once``): a ramp setting out
+        from a load that levels off (``oom-ramp``) comes evenly, and is a climb."""
+        most = int(np.argmax(rise))                 # the stretch the step would be in
+        if rise[most] <= 4 * self.least:
+            return 0, None
+        start, end = int(back[young[most]]), int(young[most])
+        if start < 3 or not self._came_at_once(start - 1, end, float(rise[most])):
+            return 0, None
+        before = climb_of(self.t[:start], self.used[:start])
+        if before is None or before.towards_bytes is None or before.settle_s is None:
+            return 0, None
+        room = max(0.0, before.towards_bytes - before.level_bytes)
+        expected = room * -np.expm1(-self.span_s / before.settle_s)
+        if rise[most] <= expected + 4 * self.least:
+            return 0, None
+        return start, before

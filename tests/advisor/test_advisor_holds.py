@@ -60,9 +60,12 @@ def _late(warmup: str, warmup_s: float, steps: int, level: float, amplitude: flo
 
 # A linear warm-up ending 9 s before the sixth minute, then an evaluation of the warm-up's
 # own pace; a two-step staircase warm-up whose second step, a plateau and an evaluation
-# make three new highs on minute buckets under a sawtooth of 14 % of the card.
+# make three new highs on minute buckets under a sawtooth of 14 % of the card; a warm-up
+# levelling off towards its plateau at 190 s, then an evaluation's +8 % five seconds
+# later (read as more of a 7 %/min climb from 84 %: critical at 213 s).
 @example(_late("linear", 350.9, 4, 0.444, 0.02, 27.4, 0.032, 138.0, 0.0, 30.94))
 @example(_late("staircase", 156.5, 2, 0.647, 0.143, 7.5, 0.03, 90.7, 5.54, 43.15))
+@example(_late("plateau", 190.0, 2, 0.7, 0.06, 5.0, 0.08, 120.0, 3.0, 47.0))
 @given(late_evaluations())
 def test_an_evaluation_after_a_warm_up_and_its_plateau_is_no_climb(spec: RunSpec) -> None:
     out = judge(spec)
