@@ -127,7 +127,7 @@ class Holds:
             start = int(back[young[np.argmax(stepped)]])     # the stretch the step came in
             before = climb_of(t[:start], used[:start]) if start >= 3 else None
         else:
-            start, before = self._levelling_step(young, back, rise, climb_of)
+            before = self._levelling_step(young, back, rise, climb_of)
             if before is None:
                 return climb
         if before is None:
@@ -151,26 +151,26 @@ class Holds:
         return float((high[ends] - high).max()) >= 2 / 3 * rise
 
     def _levelling_step(self, young: np.ndarray, back: np.ndarray, rise: np.ndarray,
-                        climb_of: ClimbOf) -> tuple[int, Climb | None]:
-        """(where, the climb before it) for a step up on a climb that was levelling off
-        (a warm-up's approach to its plateau), or (0, None). The stretches before such
-        a step climbed faster than the climb does by then, so their mean pace sets the
-        bar too high: an evaluation's +8 % five seconds after a warm-up that levels off
+                        climb_of: ClimbOf) -> Climb | None:
+        """The climb before a step up on a climb that was levelling off (a warm-up's
+        approach to its plateau), or None where there is no such step. The stretches
+        before such a step climbed faster than the climb does by then, so their mean
+        pace sets the bar too high: an evaluation's +8 % five seconds after a warm-up that levels off
         read as more of it (a 7 %/min climb from 84 %, critical). Here the bar is the
         levelling climb's own forecast over the stretch, plus four times the scatter,
         and the rise must have come at once (``_came_at_once``): a ramp setting out
         from a load that levels off (``oom-ramp``) comes evenly, and is a climb."""
         most = int(np.argmax(rise))                 # the stretch the step would be in
         if rise[most] <= 4 * self.least:
-            return 0, None
+            return None
         start, end = int(back[young[most]]), int(young[most])
         if start < 3 or not self._came_at_once(start - 1, end, float(rise[most])):
-            return 0, None
+            return None
         before = climb_of(self.t[:start], self.used[:start])
         if before is None or before.towards_bytes is None or before.settle_s is None:
-            return 0, None
+            return None
         room = max(0.0, before.towards_bytes - before.level_bytes)
         expected = room * -np.expm1(-self.span_s / before.settle_s)
         if rise[most] <= expected + 4 * self.least:
-            return 0, None
-        return start, before
+            return None
+        return before
