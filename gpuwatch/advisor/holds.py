@@ -155,11 +155,12 @@ class Holds:
         """The climb before a step up on a climb that was levelling off (a warm-up's
         approach to its plateau), or None where there is no such step. The stretches
         before such a step climbed faster than the climb does by then, so their mean
-        pace sets the bar too high: an evaluation's +8 % five seconds after a warm-up that levels off
-        read as more of it (a 7 %/min climb from 84 %, critical). Here the bar is the
-        levelling climb's own forecast over the stretch, plus four times the scatter,
-        and the rise must have come at once (``_came_at_once``): a ramp setting out
-        from a load that levels off (``oom-ramp``) comes evenly, and is a climb."""
+        pace sets the bar too high: an evaluation's +8 % five seconds after a warm-up
+        that levels off read as more of it (a 7 %/min climb from 84 %, critical). Here
+        the bar is the levelling climb's own forecast over the stretch, plus four times
+        the scatter, and the rise must have come at once (``_came_at_once``): a ramp
+        setting out from a load that levels off (``oom-ramp``) comes evenly, and is a
+        climb."""
         most = int(np.argmax(rise))                 # the stretch the step would be in
         if rise[most] <= 4 * self.least:
             return None
