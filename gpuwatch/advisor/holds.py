@@ -138,17 +138,35 @@ class Holds:
                        towards_bytes=None if before.towards_bytes is None
                        else before.towards_bytes + lift)
 
-    def _came_at_once(self, first: int, last: int, rise: float) -> bool:
-        """Most of ``rise`` (the envelope's, from sample ``first`` to ``last``) came
-        within one training step (10 s at least), as a step's memory does; a climb's
-        comes evenly. Only told where the stretch holds three such windows."""
+    def step_end_s(self, since_s: float) -> float | None:
+        """When the envelope's new highs since ``since_s`` came at once (a step: an
+        evaluation's buffers, an allocation), the time that step was over; None where
+        they came evenly, add up to four times the scatter or less, or the samples are
+        too few."""
+        first = int(np.searchsorted(self.t, since_s))
+        if self.t.size - first < 3:
+            return None
+        high = np.maximum.accumulate(self.used)
+        rise = float(high[-1] - high[first])
+        if rise <= 4 * self.least:
+            return None
+        end = self._at_once(first, self.t.size - 1, rise)
+        return None if end is None else float(self.t[end])
+
+    def _at_once(self, first: int, last: int, rise: float) -> int | None:
+        """The sample by which most of ``rise`` (the envelope's new highs from sample
+        ``first`` to ``last``) had come, where it came within one training step (10 s at
+        least), as a step's memory does; None where it came evenly, as a climb's does.
+        Only told where the stretch holds three such windows."""
         window = max(self.period_s, 10.0)
         t = self.t[first:last + 1]
         if t[-1] - t[0] < 3 * window:
-            return False
-        high = np.maximum.accumulate(self.used[first:last + 1])
+            return None
+        high = np.maximum.accumulate(self.used[:last + 1])[first:]
         ends = np.minimum(np.searchsorted(t, t + window), t.size - 1)
-        return float((high[ends] - high).max()) >= 2 / 3 * rise
+        gained = high[ends] - high
+        most = int(np.argmax(gained))
+        return first + int(ends[most]) if float(gained[most]) >= 2 / 3 * rise else None
 
     def _levelling_step(self, young: np.ndarray, back: np.ndarray, rise: np.ndarray,
                         climb_of: ClimbOf) -> Climb | None:
@@ -158,14 +176,14 @@ class Holds:
         pace sets the bar too high: an evaluation's +8 % five seconds after a warm-up
         that levels off read as more of it (a 7 %/min climb from 84 %, critical). Here
         the bar is the levelling climb's own forecast over the stretch, plus four times
-        the scatter, and the rise must have come at once (``_came_at_once``): a ramp
+        the scatter, and the rise must have come at once (``_at_once``): a ramp
         setting out from a load that levels off (``oom-ramp``) comes evenly, and is a
         climb."""
         most = int(np.argmax(rise))                 # the stretch the step would be in
         if rise[most] <= 4 * self.least:
             return None
         start, end = int(back[young[most]]), int(young[most])
-        if start < 3 or not self._came_at_once(start - 1, end, float(rise[most])):
+        if start < 3 or self._at_once(start - 1, end, float(rise[most])) is None:
             return None
         before = climb_of(self.t[:start], self.used[:start])
         if before is None or before.towards_bytes is None or before.settle_s is None:

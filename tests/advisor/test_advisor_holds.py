@@ -48,10 +48,10 @@ def late_evaluations(draw) -> RunSpec:
 
 def _late(warmup: str, warmup_s: float, steps: int, level: float, amplitude: float,
           plateau_s: float, eval_height: float, eval_s: float, start_s: float,
-          phase_s: float) -> RunSpec:
-    """One run of the family, written out (steps of 5 s, on a 24 GiB card)."""
+          phase_s: float, period_s: float = 5.0) -> RunSpec:
+    """One run of the family, written out (steps of 5 s unless told, on a 24 GiB card)."""
     shape = Shape(start_s=start_s, end_s=None, context=0.02, level=level, warmup=warmup,
-                  warmup_s=warmup_s, steps=steps, period_s=5.0, amplitude=amplitude,
+                  warmup_s=warmup_s, steps=steps, period_s=period_s, amplitude=amplitude,
                   phase_s=phase_s, eval_every_s=warmup_s + plateau_s,
                   eval_height=eval_height, eval_s=eval_s)
     return RunSpec(24 * GIB, 0, 0.01, [[shape]],
@@ -62,10 +62,15 @@ def _late(warmup: str, warmup_s: float, steps: int, level: float, amplitude: flo
 # own pace; a two-step staircase warm-up whose second step, a plateau and an evaluation
 # make three new highs on minute buckets under a sawtooth of 14 % of the card; a warm-up
 # levelling off towards its plateau at 190 s, then an evaluation's +8 % five seconds
-# later (read as more of a 7 %/min climb from 84 %: critical at 213 s).
+# later (read as more of a 7 %/min climb from 84 %: critical at 213 s); a linear warm-up
+# ending at 353 s, 30 s of plateau and an evaluation's +9 % under a 12 s ±10 % sawtooth
+# (the step and its sampled tops creeping up read as the climb's own, past the warm-up:
+# a warning at 431 s).
 @example(_late("linear", 350.9, 4, 0.444, 0.02, 27.4, 0.032, 138.0, 0.0, 30.94))
 @example(_late("staircase", 156.5, 2, 0.647, 0.143, 7.5, 0.03, 90.7, 5.54, 43.15))
 @example(_late("plateau", 190.0, 2, 0.7, 0.06, 5.0, 0.08, 120.0, 3.0, 47.0))
+@example(_late("linear", 351.37, 3, 0.4857, 0.1041, 30.16, 0.0852, 87.43, 1.62, 2.5,
+               period_s=12.064))
 @given(late_evaluations())
 def test_an_evaluation_after_a_warm_up_and_its_plateau_is_no_climb(spec: RunSpec) -> None:
     out = judge(spec)
@@ -144,3 +149,41 @@ def test_a_step_on_a_climb_goes_on_at_the_climbs_pace(
     pace = 0.4 / tau * np.exp(-(step_s - recent) / tau) * TOTAL
     assert judged.rate <= 1.5 * pace + TIE / 10.0
     assert judged.level_bytes == climb.level_bytes     # from the stepped-up level
+
+
+# --- a step that came at once, against a climb that comes evenly ---------------------------
+
+@given(period=st.floats(2.0, 60.0), size=st.floats(0.01, 0.3),
+       pace=st.floats(0.005, 0.2), seed=st.integers(0, 2**16))
+def test_a_steady_climbs_new_highs_never_came_at_once(period: float, size: float,
+                                                       pace: float, seed: int) -> None:
+    """A level rising at 0.5–20 % of the card a minute under any sawtooth: over the last
+    five minutes its new highs came evenly, never as a step."""
+    t = _sampled(600, seed)
+    used = (0.1 + pace * t / 60 + size * (t % period) / period) * TOTAL
+    recent = t >= t[-1] - 300
+    holds = Holds.of(t[recent], used[recent], TIE)
+    assert holds.step_end_s(float(t[recent][0])) is None
+
+
+@given(period=st.floats(2.0, 40.0), size=st.floats(0.01, 0.15),
+       height=st.floats(0.03, 0.15), pace=st.floats(0.0, 0.01),
+       held=st.floats(40.0, 180.0), seed=st.integers(0, 2**16))
+def test_a_step_that_holds_came_at_once_and_is_over_within_a_step(
+        period: float, size: float, height: float, pace: float, held: float,
+        seed: int) -> None:
+    """A level that holds or creeps (up to 1 % of the card a minute), then an
+    evaluation's step up that holds: its new highs came at once, and were over within
+    one training step (10 s at least) of it, however the sampler caught the tops."""
+    window = max(period, 10.0)
+    assume(held >= 3 * window)
+    # a step that stands out of the creep and of the noise of sampling the tops
+    assume(height >= 8 * max(0.002, size / period) + 2 * pace * held / 60)
+    step_s = 200.0
+    t = _sampled(int(step_s + held), seed)
+    level = 0.3 + pace * t / 60 + np.where(t >= step_s, height, 0.0)
+    used = (level + size * (t % period) / period) * TOTAL
+    since = step_s - 30.0
+    end = Holds.of(t, used, TIE).step_end_s(since)
+    assert end is not None
+    assert step_s <= end <= step_s + window + period + 1.0

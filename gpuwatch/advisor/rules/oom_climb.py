@@ -345,7 +345,8 @@ def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     """The climb is no longer the warm-up's, which ended at ``end``: it began after it,
     or has climbed on its own since — a staircase by two steps after it, any other
     climb by a trend of new highs since (from the bucket before ``end``, on the climb's
-    buckets, for as long as a trend must)."""
+    buckets, for as long as a trend must), and where those new highs came at once (an
+    evaluation's step), by such a trend after the step."""
     st = climb.stairs
     if st is not None:
         return st.first_step_s >= end or (
@@ -354,10 +355,23 @@ def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
         return True
     s = ctx.settings
     w = ctx.process_window(gpu.index, pid, ctx.now_s - end + climb.bucket_s)
+    t, used = w["timestamp_s"], w["used_bytes"]
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
-    after = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
-                          max(s.trend_recent_s, 4 * climb.bucket_s), s.trend_min_tau)
-    return after is not None and after.span_s >= _persist(ctx, False, climb.bucket_s)
+    persist = _persist(ctx, False, climb.bucket_s)
+    recent = max(s.trend_recent_s, 4 * climb.bucket_s)
+    after = current_climb(t, used, tie, climb.bucket_s, recent, s.trend_min_tau)
+    if after is None or after.span_s < persist:
+        return False
+    # An evaluation's step up soon after the warm-up, and its sawtooth's sampled tops
+    # creeping up to the step's top, are new highs too: where the new highs since the
+    # warm-up came at once, only what climbed after the step is the climb's own.
+    stepped = Holds.of(t, used, tie).step_end_s(max(after.since_s, end))
+    if stepped is None:
+        return True
+    since = t >= stepped
+    after = current_climb(t[since], used[since], tie, climb.bucket_s, recent,
+                          s.trend_min_tau)
+    return after is not None and after.span_s >= persist
 
 
 def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
