@@ -142,7 +142,9 @@ class Holds:
         """When the envelope's new highs since ``since_s`` came at once (a step: an
         evaluation's buffers, an allocation), the time that step was over; None where
         they came evenly, add up to four times the scatter or less, or the samples are
-        too few."""
+        too few. New highs are measured against the peak of the samples before
+        ``since_s``, which must hold a training step's top (a step and a half of them):
+        from a sample caught low on its sawtooth, the next top is no step."""
         first = int(np.searchsorted(self.t, since_s))
         if self.t.size - first < 3:
             return None
