@@ -17,9 +17,10 @@ Usage: ``python benchmarks/advisor_shapes.py [--examples 2000] [--jobs 2] [--see
 [--rows FILE]``. The runs are drawn in chunks of ``--chunk``; with ``--rows`` each
 chunk's rows are appended to FILE (JSON lines) as it finishes, each with its run's
 spec; ``--summarize FILE`` prints the figures of what a run (finished or not) wrote
-there, and ``--again FILE`` judges again, one by one, the runs it has failing (the
-draws of a chunk depend on more than its seed, so a failure is kept by its spec, not
-found again by drawing).
+there (and judges again, with no evaluation, the late runs whose card an evaluation's
+spike filled: the same climb alone), and ``--again FILE`` judges again, one by one,
+the runs it has failing (the draws of a chunk depend on more than its seed, so a
+failure is kept by its spec, not found again by drawing).
 """
 
 from __future__ import annotations
@@ -83,7 +84,17 @@ def _failed(row: Row) -> bool:
     """A healthy run that warned, or a failing run warned early, late or never."""
     if row[0] == "healthy":
         return bool(row[2])
-    return bool(row[2]) or (row[4] is not None and (row[3] is None or row[3] < row[4]))
+    return bool(row[2]) or _late(row)
+
+
+def _late(row: Row) -> bool:
+    """A failing run warned late or never (not early)."""
+    return row[0] != "healthy" and row[4] is not None and (row[3] is None or row[3] < row[4])
+
+
+def _without_evaluations(row: Row) -> Row:
+    """The failing run judged again with no evaluation: the same climb alone."""
+    return _failing(RunSpec.from_json(row[-1]).without_evaluations())
 
 
 def _again(row: Row) -> Row:
@@ -188,11 +199,34 @@ def _report(rows: list[Row], wall: float | None, jobs: int, show: int) -> None:
     bad = ([f"false alarm: {r[1]}: {r[4]}" for r in alarms]
            + [f"early alarm: {r[1]}: {r[7]}" for r in early]
            + [f"late ({r[3]} s < {r[4]:.0f} s, full at {r[8]}): {r[1]}" for r in failing
-              if r[4] is not None and (r[3] is None or r[3] < r[4])])
+              if _late(r)])
     if bad:
         print("\nSome of them:")
         for line in bad[:show]:
             print("  " + line)
+    _report_evaluations([r for r in failing if _late(r)], jobs, show)
+
+
+def _report_evaluations(late: list[Row], jobs: int, show: int) -> None:
+    """Of the runs warned late or never, those whose card an evaluation's spike filled,
+    and how the same climbs fare with no evaluation: a spike the samples have not
+    shown yet (a run's first evaluation) is no forecast's to see."""
+    kept = [(r, RunSpec.from_json(r[-1])) for r in late if isinstance(r[-1], dict)]
+    spiked = [(r, n) for r, spec in kept
+              if (n := spec.evaluation_filling(r[8])) is not None]
+    if not spiked:
+        return
+    with ProcessPoolExecutor(jobs) as pool:
+        alone = list(pool.map(_without_evaluations, [r for r, _ in spiked]))
+    first = sum(1 for _, n in spiked if n == 1)
+    in_time = sum(1 for r in alone if not _failed(r))
+    print(f"\nlate or missed: {len(late)}; filled while an evaluation was under way: "
+          f"{len(spiked)} ({first} by the run's first, which no sample had shown)\n"
+          f"the same climbs with no evaluation: {in_time} of {len(alone)} warned in time")
+    for (r, n), a in list(zip(spiked, alone, strict=True))[:show]:
+        print(f"  evaluation {n}, full at {r[8]} s, warned {r[3]} s before ({r[4]:.0f} s "
+              f"owed); alone: full at {a[8]} s, warned {a[3]} s before ({a[4]:.0f} s owed)"
+              f": {r[1]}")
 
 
 if __name__ == "__main__":

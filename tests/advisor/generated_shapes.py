@@ -25,7 +25,7 @@ the ``Advisor`` sample by sample, as the recorder and the window do.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from advisor_support import GIB, MIB, T0
@@ -73,8 +73,9 @@ class Shape:
     ckpt_every_s: float | None = None
     ckpt_s: float = 0.0
 
-    def demand(self, t: np.ndarray) -> np.ndarray:
-        """Memory wanted at each time (fractions of the card; NaN while absent)."""
+    def demand(self, t: np.ndarray, evaluations: bool = True) -> np.ndarray:
+        """Memory wanted at each time (fractions of the card; NaN while absent), with its
+        evaluations or without them."""
         local = t - self.start_s
         x = np.clip(local / self.warmup_s, 0.0, 1.0)
         if self.warmup == "linear":
@@ -89,7 +90,7 @@ class Shape:
             saving = (local > self.warmup_s) & ((local % self.ckpt_every_s) < self.ckpt_s)
             saw = np.where(saving, 0.0, saw)
         used = level + saw
-        if self.eval_every_s:
+        if self.eval_every_s and evaluations:
             evaluating = (local > self.warmup_s) & ((local % self.eval_every_s) < self.eval_s)
             used = used + np.where(evaluating, self.eval_height, 0.0)
         alive = (local >= 0) & (True if self.end_s is None else t < self.end_s)
@@ -107,6 +108,20 @@ class Shape:
         wandered = local + 0.5 * self.period_s * np.sin(2 * math.pi * local / wander_s
                                                          + self.phase_s)
         return ((wandered + self.phase_s) % self.period_s) / self.period_s
+
+    def evaluation_at(self, t: float) -> int | None:
+        """Which of its evaluations the process is in at ``t`` (1: its first), or None.
+        Evaluations fall every ``eval_every_s`` from its start; those wholly within its
+        warm-up are not held."""
+        local = t - self.start_s
+        if (not self.eval_every_s or local <= self.warmup_s
+                or (self.end_s is not None and t >= self.end_s)
+                or local % self.eval_every_s >= self.eval_s):
+            return None
+        # the first held: the first whose end comes after the warm-up's
+        first = (0 if self.eval_s > self.warmup_s
+                 else int((self.warmup_s - self.eval_s) // self.eval_every_s) + 1)
+        return int(local // self.eval_every_s) - first + 1
 
     @property
     def peak(self) -> float:
@@ -147,6 +162,8 @@ class RunSpec:
     duration_s: int
     failure: Failure | None = None
     label: str = ""
+    # False: the same run, and the same climb (as fast as with them), with no evaluation
+    evaluations: bool = True
 
     def demands(self) -> tuple[np.ndarray, list[list[np.ndarray]], int | None]:
         """(time axis, each process's demand in bytes, the second GPU 0 is full or None).
@@ -155,7 +172,7 @@ class RunSpec:
         # a sampler's instants wander within their second: a step of exactly 1 s is not
         # seen at the same point of every step
         t_seen = t + 0.5 * ((t * 0.6180339887) % 1.0)
-        per = [[s.demand(t_seen) for s in shapes] for shapes in self.gpus]
+        per = [[s.demand(t_seen, self.evaluations) for s in shapes] for shapes in self.gpus]
         full = None
         if self.failure is not None:
             main = self.gpus[0][0]
@@ -171,6 +188,8 @@ class RunSpec:
             healthy_top = self.driver + float(np.nanmax(
                 np.nansum(np.vstack(wants), axis=0)[during]))
             room = 1.0 - self.reserved_bytes / self.total_bytes - healthy_top
+            if not self.evaluations:
+                wants = [s.demand(fine, evaluations=False) for s in self.gpus[0]]
             per[0][0] = per[0][0] + self.failure.extra(t_seen, room, main)
             wants[0] = wants[0] + self.failure.extra(fine, room, main)
             capacity = self.total_bytes - self.reserved_bytes
@@ -180,6 +199,19 @@ class RunSpec:
                 full = int(fine[over[0]])              # it dies within that second
                 per[0][0][full:] = np.nan
         return t, [[np.round(d * self.total_bytes / MIB) * MIB for d in g] for g in per], full
+
+    def evaluation_filling(self, full_s: float) -> int | None:
+        """Which evaluation of a process of GPU 0 was under way when the card filled
+        (within the second ``full_s``): 1, its first, is a spike no sample before had
+        shown. None: no evaluation was."""
+        instants = full_s + np.arange(0.0, 1.0, FINE_S)
+        held = [n for shape in self.gpus[0] for t in instants
+                if (n := shape.evaluation_at(float(t))) is not None]
+        return min(held) if held else None
+
+    def without_evaluations(self) -> RunSpec:
+        """The same run with no evaluation, its climb as fast as with them."""
+        return replace(self, evaluations=False)
 
     def to_json(self) -> dict:
         """The run as plain data (a profile's rows keep it, to judge a run again alone)."""

@@ -63,3 +63,25 @@ def test_the_shapes_are_what_they_say() -> None:
 
     healthy()
     failing()
+
+
+@settings(max_examples=25, deadline=None)
+@given(failing_runs(longest_fill_s=1800))
+def test_evaluations_are_counted_and_can_be_taken_out(spec: RunSpec) -> None:
+    """Each process's evaluations are numbered from 1 in the order it holds them, and the
+    same run without them differs by their spikes alone: the climb is the same."""
+    t, with_evals, _ = spec.demands()
+    _, alone, _ = spec.without_evaluations().demands()
+    for shape, a, b in zip(spec.gpus[0], with_evals[0], alone[0], strict=True):
+        spike = a - b
+        held = np.array([shape.evaluation_at(float(x)) or 0 for x in
+                         t + 0.5 * ((t * 0.6180339887) % 1.0)])    # the instants sampled
+        known = ~np.isnan(a)
+        # a spike where, and only where, an evaluation is held
+        assert np.all(np.abs(spike[known & (held > 0)] - shape.eval_height * spec.total_bytes)
+                      <= 1 << 20), spec.label
+        assert np.all(spike[known & (held == 0)] == 0), spec.label
+        # numbered 1, 2, … as they come, each a stretch of its own
+        starts = held[1:][(held[1:] > 0) & (held[1:] != held[:-1])]
+        assert list(starts) == list(range(1, starts.size + 1)) or (
+            held[0] > 0 and list(starts) == list(range(2, starts.size + 2))), spec.label
