@@ -359,19 +359,20 @@ def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
     persist = _persist(ctx, False, climb.bucket_s)
     recent = max(s.trend_recent_s, 4 * climb.bucket_s)
-    after = current_climb(t, used, tie, climb.bucket_s, recent, s.trend_min_tau)
-    if after is None or after.span_s < persist:
+
+    def trend_in(keep: np.ndarray | slice) -> Climb | None:
+        """The climb of those samples, if it has made new highs as long as a trend must."""
+        c = current_climb(t[keep], used[keep], tie, climb.bucket_s, recent, s.trend_min_tau)
+        return c if c is not None and c.span_s >= persist else None
+
+    after = trend_in(slice(None))
+    if after is None:
         return False
     # An evaluation's step up soon after the warm-up, and its sawtooth's sampled tops
     # creeping up to the step's top, are new highs too: where the new highs since the
     # warm-up came at once, only what climbed after the step is the climb's own.
     stepped = Holds.of(t, used, tie).step_end_s(max(after.since_s, end))
-    if stepped is None:
-        return True
-    since = t >= stepped
-    after = current_climb(t[since], used[since], tie, climb.bucket_s, recent,
-                          s.trend_min_tau)
-    return after is not None and after.span_s >= persist
+    return stepped is None or trend_in(t >= stepped) is not None
 
 
 def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
