@@ -9,8 +9,8 @@ per bucket of one step (at least ``bucket_s``). On that envelope:
   high and then holds: the peaks stop topping the earlier ones;
 * a **trend** makes new highs step after step: it is a *rising run* of buckets, each
   above every earlier one (a single bucket that does not is forgiven: sampling can miss
-  a step's top). It must have lasted ``persist_s`` *and* three steps before anyone
-  projects it;
+  a step's top). It must have lasted ``climb_persist_s`` *and* 2½ buckets (each a
+  step and a half) before anyone projects it;
 * a **staircase** makes new highs in steps that hold in between, minutes apart: no
   rising run, but a trend once three steps are regular in interval and height; it is
   projected step by step (``staircase``, ``Climb.time_to``);
@@ -62,7 +62,7 @@ class Climb:
     span_s: float               # how long the run of new highs has lasted
     tau: float                  # Kendall's tau of the run: how steadily it climbs
     since_s: float              # when the run began (a timestamp)
-    bucket_s: float             # the envelope's bucket: one training step, ≥ 10 s
+    bucket_s: float             # the envelope's bucket: a step and a half, ≥ the scale's
     level_bytes: float          # the newest bucket's peak
     towards_bytes: float | None = None   # where a decelerating climb levels off
     settle_s: float | None = None        # …and its time constant

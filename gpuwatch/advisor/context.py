@@ -216,7 +216,8 @@ def format_growth(bytes_per_s: float) -> str:
 
 def format_eta(seconds: float) -> str:
     """A time to come, rounded as people say it: ``45 s``, ``1 min 50 s``, ``12 min``,
-    ``3 h 10 min`` (5 s steps under a minute, 10 s under 10 min, then minutes)."""
+    ``3 h 10 min`` (5 s steps under a minute, 10 s under 10 min, minutes under 2 h,
+    then 10 min)."""
     step = 5 if seconds < 60 else 10 if seconds < 600 else 60 if seconds < 7200 else 600
     return format_duration(max(step, round(seconds / step) * step))
 

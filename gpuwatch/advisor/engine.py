@@ -168,7 +168,7 @@ class Advisor:
 
     def pending_judgements(self) -> list[str]:
         """Checks that cannot judge yet for want of history, one short sentence each
-        (e.g. "Leak detection needs 12 min of history per process: pid 4242 (python)
+        (e.g. "Leak detection needs 16 min of history per process: pid 4242 (python)
         has 5 min so far"); empty when every check can judge. Reads the history last
         passed to :meth:`update`."""
         if self._history is None or self._history.latest is None:

@@ -38,7 +38,7 @@ class AdvisorSettings:
     trend_keep_tau: float = 0.4         # an open trend hint stays while tau is above this
     trend_tie_fraction: float = 0.002   # peaks closer than this (of total) are a tie for tau
     # A climb is judged on the envelope of the peaks (a bucket per training step, at least
-    # trend_bucket_s): it must make new highs for climb_persist_s and three steps (a
+    # trend_bucket_s): it must make new highs for climb_persist_s and 2½ buckets (a
     # step up that then holds is not a trend); its rate is the line through its newest
     # trend_recent_s. Slow climbs are judged again on buckets of slow_bucket_s over
     # slow_window_s, and where a large sawtooth hides the steps' top from a minute's

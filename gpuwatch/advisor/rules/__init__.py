@@ -22,9 +22,6 @@ RULES = (gpu_lost, oom_risk, likely_oom, budget_exceeds_capacity, memory_leak, f
 RULE_PERIODS_S: dict[Callable[[RuleContext], list[Finding]], float] = {
     memory_leak: 10.0, contention: 5.0, underused: 10.0, bandwidth_saturated: 5.0}
 
-CODES = ("oom-risk", "likely-oom", "budget-exceeds-capacity", "memory-leak", "fragmentation",
-         "contention", "underused", "bandwidth-saturated", "gpu-lost", "gpu-recovered")
-
-__all__ = ["CODES", "RULES", "RULE_PERIODS_S", "bandwidth_saturated",
+__all__ = ["RULES", "RULE_PERIODS_S", "bandwidth_saturated",
            "budget_exceeds_capacity", "contention", "fragmentation", "gpu_lost", "likely_oom",
            "memory_leak", "oom_risk", "underused"]

@@ -35,6 +35,8 @@ from gpuwatch.advisor.climb import (
 )
 from gpuwatch.advisor.context import RuleContext
 from gpuwatch.advisor.holds import ClimbOf, Holds
+from gpuwatch.advisor.settings import AdvisorSettings
+from gpuwatch.core.ring import Ring
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
 
 LED_EVERY_S = 5.0      # how often a GPU of several processes is searched for a climbing one
@@ -72,19 +74,14 @@ def coincident_level(ctx: RuleContext, gpu: GpuSample, span_s: float) -> float |
     return float(used - charged) + float(sum(peaks))
 
 
-def _peak(values: np.ndarray) -> float | None:
-    """The largest known value; None when there is none."""
-    peak = float(np.fmax.reduce(values)) if values.size else math.nan
-    return None if math.isnan(peak) else peak
-
-
 def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     """The current climb of the GPU's peak envelope, if there is one: a trend, not a step
-    and not a process's warm-up. Two scales: buckets of a training step (≥ 10 s) over
-    5 minutes for climbs of minutes, buckets of a minute over 15 minutes for slow ones."""
+    and not a process's warm-up, on each of ``_scales``: buckets of a training step
+    (≥ 10 s) over 5 minutes for climbs of minutes, buckets of a minute over 15 minutes
+    for slow ones, and wider buckets under a large sawtooth."""
     s = ctx.settings
     total = gpu.memory.total_bytes or 0
-    tie = s.trend_tie_fraction * total
+    tie = _tie(gpu, s)
     if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
         return None            # flat: the newest samples cannot top the earlier peaks
     w = ctx.gpu_window(gpu.index, s.trend_window_s)
@@ -97,11 +94,9 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     newest = t >= t[-1] - s.climb_newest_s
     if newest.all():
         return None
-    top, before = _peak(used[newest]), _peak(used[~newest])
+    top, before = Ring.peak_of(used[newest]), Ring.peak_of(used[~newest])
     if top is None or before is None or top - before < tie:
         return None
-    bar, gaps = _bars(ctx, active)
-    slowing = STILL_CLIMBING if active else DECELERATING
     keep = ~np.isnan(used)
     first_saw = sawtooth(t[keep], used[keep], tie)    # of the first window, read once
     for bucket_s, window_s in _scales(ctx, first_saw, tie):
@@ -110,8 +105,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
             w = ctx.gpu_window(gpu.index, window_s)
             t, used = w["timestamp_s"], w["used_bytes"]
             saw = None
-        climb = current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
-                              bar, gaps, slowing)
+        climb = _climb_of(ctx, t, used, tie, bucket_s, active)
         if climb is None:
             continue
         holds = Holds.of(t, used, tie, saw)
@@ -121,7 +115,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         # climb ended, or its process did.
         exit_s = ctx.last_exit_s(gpu.index)
         if exit_s is not None and exit_s > climb.since_s:
-            since_exit = _peak(used[t >= exit_s])
+            since_exit = Ring.peak_of(used[t >= exit_s])
             if since_exit is None or since_exit < climb.level_bytes - 0.05 * total:
                 return None
         climb = holds.past_a_step(climb, _under_way(ctx, tie, climb.bucket_s, active))
@@ -132,7 +126,7 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         persist = _persist(ctx, active, climb.bucket_s)
         if climb.span_s < persist:
             continue
-        carried = _carried(ctx, gpu, climb, window_s, persist, bar, gaps, active)
+        carried = _carried(ctx, gpu, climb, window_s, persist, active)
         if carried is not None:
             return carried
     return None
@@ -154,16 +148,30 @@ def _scales(ctx: RuleContext, saw: Sawtooth,
     return tuple(scales)
 
 
-def _bars(ctx: RuleContext, active: bool) -> tuple[float, int]:
-    """(the steadiness a climb's tau must reach, the buckets in a row a rising run may
-    miss): looser while the hint is open, so it does not flap."""
+def _tie(gpu: GpuSample, s: AdvisorSettings) -> float:
+    """Peaks closer than this are a tie: a share of the card."""
+    return s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+
+
+def _recent_s(s: AdvisorSettings, bucket_s: float) -> float:
+    """The newest stretch of a climb whose line is its rate: four buckets at least."""
+    return max(s.trend_recent_s, 4 * bucket_s)
+
+
+def _climb_of(ctx: RuleContext, t: np.ndarray, used: np.ndarray, tie: float,
+              bucket_s: float, active: bool) -> Climb | None:
+    """``current_climb`` of those samples by the bars of the moment: looser while the
+    hint is open, so it does not flap (a lower tau, two buckets in a row a rising run
+    may miss, a deeper slowing before it levels off)."""
     s = ctx.settings
-    return (s.trend_keep_tau, 2) if active else (s.trend_min_tau, 1)
+    bar, gaps = (s.trend_keep_tau, 2) if active else (s.trend_min_tau, 1)
+    return current_climb(t, used, tie, bucket_s, _recent_s(s, bucket_s), bar, gaps,
+                         STILL_CLIMBING if active else DECELERATING)
 
 
 def _persist(ctx: RuleContext, active: bool, bucket_s: float) -> float:
     """How long a run of new highs must last to be a trend: ``climb_persist_s`` and 2½
-    buckets (training steps); half that to keep an open hint."""
+    buckets (each a training step and a half); half that to keep an open hint."""
     s = ctx.settings
     return (0.5 if active else 1.0) * max(s.climb_persist_s, 2.5 * bucket_s)
 
@@ -189,7 +197,7 @@ def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
                 flat_since is None or flat_since[i] > old[0]):
             stale.append((old[0], p.pid))
     stale.sort()
-    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    tie = _tie(gpu, s)
     fresh = {p.pid: known[p.pid] for p in gpu.processes if p.pid in known}
     for _, pid in stale[:max(2, len(gpu.processes) // 4)]:
         w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
@@ -225,7 +233,7 @@ def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 
 
 def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
-             persist: float, bar: float, gaps: int, active: bool,
+             persist: float, active: bool,
              among: Sequence[ProcessSample] | None = None) -> Climb | None:
     """The GPU's climb as its processes carry it: each process whose own envelope makes a
     trend (not a warm-up) adds its rate. Processes arriving one after another, or the
@@ -233,7 +241,7 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     any process climbing: no trend. None when no process carries the climb. ``among``:
     the processes to judge (all of the GPU's), each then also held to ``Holds.stopped``."""
     s = ctx.settings
-    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    tie = _tie(gpu, s)
     before = _under_way(ctx, tie, climb.bucket_s, active)
     warming = _warming_now(ctx, gpu.index)
     rates, own = 0.0, []
@@ -243,9 +251,7 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
         w = ctx.process_window(gpu.index, p.pid, window_s)
         if w["used_bytes"].size < 3:
             continue
-        c = current_climb(w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s,
-                          max(s.trend_recent_s, 4 * climb.bucket_s), bar, gaps,
-                          STILL_CLIMBING if active else DECELERATING)
+        c = _climb_of(ctx, w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s, active)
         if c is None or c.span_s < persist:
             continue
         holds = Holds.of(w["timestamp_s"], w["used_bytes"], tie)
@@ -294,7 +300,7 @@ def _under_way(ctx: RuleContext, tie: float, bucket_s: float, active: bool) -> C
     slowing = STILL_CLIMBING if active else DECELERATING
 
     def climb_of(t: np.ndarray, used: np.ndarray) -> Climb | None:
-        return current_climb(t, used, tie, bucket_s, max(s.trend_recent_s, 4 * bucket_s),
+        return current_climb(t, used, tie, bucket_s, _recent_s(s, bucket_s),
                              s.trend_keep_tau, 2, slowing)
     return climb_of
 
@@ -356,9 +362,9 @@ def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     s = ctx.settings
     w = ctx.process_window(gpu.index, pid, ctx.now_s - end + climb.bucket_s)
     t, used = w["timestamp_s"], w["used_bytes"]
-    tie = s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
+    tie = _tie(gpu, s)
     persist = _persist(ctx, False, climb.bucket_s)
-    recent = max(s.trend_recent_s, 4 * climb.bucket_s)
+    recent = _recent_s(s, climb.bucket_s)
 
     def trend_in(keep: np.ndarray | slice) -> Climb | None:
         """The climb of those samples, if it has made new highs as long as a trend must."""
@@ -386,8 +392,7 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
     memo = ctx.memo.get(key)
     if memo is not None and ctx.now_s - memo[0] < LED_EVERY_S and memo[2] == active:
         return memo[1]
-    total = gpu.memory.total_bytes or 0
-    tie = s.trend_tie_fraction * total
+    tie = _tie(gpu, s)
     # the cheap test first: a process whose newest minute holds its peak of the window
     # (while the hint is open, every process: an evaluation's spike may top that minute)
     # A process whose memory has not changed over the window makes no new highs at
@@ -409,14 +414,13 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
     if rising and tie > 0:
         base = Climb(rate=0.0, span_s=0.0, tau=1.0, since_s=ctx.now_s, bucket_s=0.0,
                      level_bytes=float(ctx.gpu_peak(gpu.index, s.trend_window_s) or 0.0))
-        bar, gaps = _bars(ctx, active)
         w = ctx.gpu_window(gpu.index, s.trend_window_s)
         t, used = w["timestamp_s"], w["used_bytes"]
         keep = ~np.isnan(used)
         for bucket_s, window_s in _scales(ctx, sawtooth(t[keep], used[keep], tie), tie):
             persist = _persist(ctx, active, bucket_s)
             found = _carried(ctx, gpu, replace(base, bucket_s=bucket_s), window_s, persist,
-                             bar, gaps, active, among=rising)
+                             active, among=rising)
             if found is not None:
                 break
     ctx.memo[key] = (ctx.now_s, found, active)
