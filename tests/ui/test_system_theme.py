@@ -74,3 +74,17 @@ def test_a_theme_switch_keeps_the_applications_style(make_window, monkeypatch):
         window.prefs.theme = name
         window.restyle()
     assert getCppPointer(QApplication.instance().style()) == style
+
+
+def test_a_new_window_in_the_same_theme_leaves_the_others_unpolished(make_window, qtbot):
+    """Setting the application's style sheet repolishes every widget it has, windows
+    awaiting deletion too: a window opened in the theme already in force sets none."""
+    from conftest import count_events
+    from PySide6.QtCore import QEvent
+
+    first = make_window()
+    css = QApplication.instance().styleSheet()
+    restyled = count_events(QEvent.Type.StyleChange, first)
+    make_window()
+    assert QApplication.instance().styleSheet() == css
+    assert restyled.counts[first] == 0

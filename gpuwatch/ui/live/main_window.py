@@ -342,7 +342,12 @@ class MainWindow(QMainWindow):
         if not isinstance(app, QApplication):
             return
         colors = theme.apply(app, self.prefs.theme)
-        app.setStyleSheet(theme.stylesheet(colors) + focus_ring_css(colors))
+        css = theme.stylesheet(colors) + focus_ring_css(colors)
+        # Setting a style sheet repolishes every widget of the application, windows
+        # awaiting deletion included (a crash in Qt when one is half gone): only when
+        # it changed, as a new window in the same theme does not change it.
+        if app.styleSheet() != css:
+            app.setStyleSheet(css)
         self.gpu_focus.bar.restyle()
         self.plots.restyle()
         self.processes.restyle()
