@@ -91,8 +91,7 @@ class Shape:
             saw = np.where(saving, 0.0, saw)
         used = level + saw
         if self.eval_every_s and evaluations:
-            evaluating = (local > self.warmup_s) & ((local % self.eval_every_s) < self.eval_s)
-            used = used + np.where(evaluating, self.eval_height, 0.0)
+            used = used + np.where(self._evaluating(local), self.eval_height, 0.0)
         alive = (local >= 0) & (True if self.end_s is None else t < self.end_s)
         return np.where(alive, used, np.nan)
 
@@ -114,14 +113,19 @@ class Shape:
         Evaluations fall every ``eval_every_s`` from its start; those wholly within its
         warm-up are not held."""
         local = t - self.start_s
-        if (not self.eval_every_s or local <= self.warmup_s
-                or (self.end_s is not None and t >= self.end_s)
-                or local % self.eval_every_s >= self.eval_s):
+        if (not self.eval_every_s or (self.end_s is not None and t >= self.end_s)
+                or not self._evaluating(local)):
             return None
         # the first held: the first whose end comes after the warm-up's
         first = (0 if self.eval_s > self.warmup_s
                  else int((self.warmup_s - self.eval_s) // self.eval_every_s) + 1)
         return int(local // self.eval_every_s) - first + 1
+
+    def _evaluating(self, local: np.ndarray | float) -> np.ndarray | bool:
+        """Whether an evaluation is held ``local`` seconds after the start (an array of
+        times or one): past the warm-up, in the first ``eval_s`` of each period."""
+        assert self.eval_every_s
+        return (local > self.warmup_s) & ((local % self.eval_every_s) < self.eval_s)
 
     @property
     def peak(self) -> float:
