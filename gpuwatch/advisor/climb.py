@@ -33,6 +33,7 @@ from gpuwatch.advisor.trend import bucket_extremes, theil_sen
 
 DECELERATING = 0.6      # newer half's pace / older half's below this: levelling off
 STILL_CLIMBING = 0.45   # …while a hint is open, below this (it does not flap at the bar)
+SETTLING = 0.75         # a process's newest third / its middle third's pace: warming up
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,35 @@ def current_climb(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
     return Climb(rate=line.slope, span_s=float(bt[-1] - bt[base]), tau=line.tau,
                  since_s=float(bt[base]), bucket_s=width, level_bytes=float(by[-1]),
                  towards_bytes=towards, settle_s=settle)
+
+
+def settling(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
+             slowing: float = SETTLING, sure: float = 3.0) -> bool:
+    """The envelope of ``used`` (samples at times ``t``, oldest first) climbs ever
+    slower, as a warm-up approaching its plateau does. Its buckets (the oldest, partial
+    one left out) are cut in thirds of three buckets at least, and the newest third
+    climbs at under ``slowing`` times the middle one's pace, by more than ``sure`` times
+    the noise of sampling a bucket's peak (``Sawtooth.top_noise``): a large sawtooth
+    makes the pace of a few buckets scatter, and a steady climb would seem to slow.
+
+    Memory that came at once and then climbs at a steady pace is not settling (its two
+    newer thirds climb alike), nor is a leak that continues a warm-up once its approach
+    has died out. A step up in the middle third followed by a slow climb is: a step
+    and a slow climb in a process's first minutes are told apart once it is older."""
+    keep = ~np.isnan(used)
+    t, used = t[keep], used[keep]
+    bt, by = bucket_extremes(t, used, bucket_s, "max")
+    bt, by = bt[1:], by[1:]
+    n = by.size // 3
+    if n < 3:
+        return False
+    first = by.size - 2 * n                    # the buckets left over join the first
+    middle = _slope(bt[first:first + n], by[first:first + n], tie)
+    newest = _slope(bt[first + n:], by[first + n:], tie)
+    # what the newest third has grown short of the middle one's pace, against the noise
+    short = (middle - newest) * (bt[-1] - bt[first + n - 1])
+    noise = max(tie, sawtooth(t, used, tie).top_noise(bucket_s))
+    return middle > 0 and newest < slowing * middle and short >= sure * noise
 
 
 STAIR_MIN_STEPS = 3          # two intervals to compare: one step up is only a step

@@ -31,6 +31,7 @@ from gpuwatch.advisor.climb import (
     Stairs,
     current_climb,
     sawtooth,
+    settling,
     staircase,
 )
 from gpuwatch.advisor.context import RuleContext
@@ -308,9 +309,11 @@ def _under_way(ctx: RuleContext, tie: float, bucket_s: float, active: bool) -> C
 def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
                 slow_scale: bool = False) -> bool:
     """The process is in its first ``oom_warmup_s`` and has grown at about its climb's
-    pace since it arrived: the climb is its warm-up (loading, the first steps and
-    evaluation filling the caching allocator), not a trend. A process whose memory
-    mostly came at once and then keeps climbing slower is not warming up.
+    pace since it arrived, or ever slower (``settling``: an approach to its plateau,
+    which has grown several times its pace now × its age): the climb is its warm-up
+    (loading, the first steps and evaluation filling the caching allocator), not a
+    trend. A process whose memory mostly came at once and then keeps climbing at a
+    steady pace is not warming up.
 
     On the slow scales (``slow_scale``: buckets of a minute and wider) every climb in
     those minutes is the warm-up's: a line through the few wide buckets of a warm-up
@@ -330,7 +333,8 @@ def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     age = ctx.now_s - first
     end = first + s.oom_warmup_s
     # (a warm-up that ends at 6 min is seen to end a few buckets later)
-    if age >= s.oom_warmup_s + 2.5 * climb.bucket_s:
+    over = age >= s.oom_warmup_s + 2.5 * climb.bucket_s
+    if over:
         if _outgrew_warm_up(ctx, gpu, pid, climb, end):
             return False
     elif slow_scale:
@@ -343,7 +347,9 @@ def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
         return False
     arrival = float(used[t <= t[0] + climb.bucket_s].max())
     recent = float(used[t >= t[-1] - climb.bucket_s].max())
-    return recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s)
+    if recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s):
+        return True
+    return not over and settling(t, used, _tie(gpu, s), climb.bucket_s)
 
 
 def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
