@@ -16,7 +16,8 @@ per bucket of one step (at least ``bucket_s``). On that envelope:
   projected step by step (``staircase``, ``Climb.time_to``);
 * a trend that **decelerates** (the newer half of the run climbs at under 60 % of the
   older half's pace: the approach of a warm-up to its plateau) is projected towards the
-  level it approaches, not along a line.
+  level it approaches, not along a line; a process whose envelope has climbed ever
+  slower since it arrived (``settling``) is such an approach, its warm-up.
 
 Pure functions over numpy arrays; the rules that use them are ``rules/oom_climb.py``
 and ``rules/oom_risk.py``.
@@ -226,9 +227,10 @@ def settling(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
     """The envelope of ``used`` (samples at times ``t``, oldest first) climbs ever
     slower, as a warm-up approaching its plateau does. Its buckets (the oldest, partial
     one left out) are cut in thirds of three buckets at least, and the newest third
-    climbs at under ``slowing`` times the middle one's pace, by more than ``sure`` times
-    the noise of sampling a bucket's peak (``Sawtooth.top_noise``): a large sawtooth
-    makes the pace of a few buckets scatter, and a steady climb would seem to slow.
+    climbs at under ``slowing`` times the middle one's pace, falling short of that pace
+    by more than ``sure`` times the noise of sampling a bucket's peak
+    (``Sawtooth.top_noise``): under a large sawtooth the pace of a few buckets
+    scatters, and a steady climb would seem to slow.
 
     Memory that came at once and then climbs at a steady pace is not settling (its two
     newer thirds climb alike), nor is a leak that continues a warm-up once its approach
