@@ -3,6 +3,7 @@ warm-up that levels off, a process's first minutes, a step, and what the hint sa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
@@ -99,6 +100,17 @@ def test_a_climb_at_the_pace_a_process_started_with_is_its_warm_up() -> None:
     jump = lambda t: min(t, 20) * GIB + t * 30 * MIB   # noqa: E731  20 GiB at once, then 1.8 GiB/min
     (f,) = found(jump, 200, born=0)
     assert f.severity is Severity.WARNING
+
+
+def test_an_approach_to_its_plateau_is_a_warm_up_throughout() -> None:
+    """A process that climbs ever slower towards its plateau (time constant 87 s, under
+    13 s steps of ±3 GiB) has grown several times its pace now × its age from a minute
+    and a half on; it is still warming up, judged at any second of its first 6 minutes
+    (the pace test alone warned from 220 s)."""
+    approach = lambda t: (GIB + 26 * GIB * (1 - math.exp(-t / 87))     # noqa: E731
+                          + saw(t, 0, 6 * GIB, 13))
+    warned = [d for d in range(60, 361, 5) if found(approach, d, born=0)]
+    assert warned == []
 
 
 def test_a_step_that_then_holds_is_not_a_trend() -> None:
