@@ -246,10 +246,12 @@ def settling(t: np.ndarray, used: np.ndarray, tie: float, bucket_s: float,
     first = by.size - 2 * n                    # the buckets left over join the first
     middle = _slope(bt[first:first + n], by[first:first + n], tie)
     newest = _slope(bt[first + n:], by[first + n:], tie)
+    if middle <= 0 or newest >= slowing * middle:
+        return False
     # what the newest third has grown short of the middle one's pace, against the noise
+    # (the sawtooth is read only here: most climbs stop at the test above)
     short = (middle - newest) * (bt[-1] - bt[first + n - 1])
-    noise = max(tie, sawtooth(t, used, tie).top_noise(bucket_s))
-    return middle > 0 and newest < slowing * middle and short >= sure * noise
+    return short >= sure * max(tie, sawtooth(t, used, tie).top_noise(bucket_s))
 
 
 STAIR_MIN_STEPS = 3          # two intervals to compare: one step up is only a step
