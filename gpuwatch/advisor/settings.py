@@ -58,6 +58,11 @@ class AdvisorSettings:
     stairs_window_s: float = 2400.0
     stairs_every_s: float = 10.0
     critical_min_tau: float = 0.8
+    # A spike (memory up at once and back within spike_most_s: an evaluation's buffers)
+    # is left out of the envelope, looked for every trend bucket; the tallest of the last
+    # spike_memory_s is counted on top of a climb, as it may come back.
+    spike_most_s: float = 240.0
+    spike_memory_s: float = 2400.0
     # A climb that starts with a process and goes on at the pace it started with is its
     # warm-up (loading weights, the first steps and evaluation filling the caching
     # allocator) for up to oom_warmup_s; a process whose memory mostly came at once and

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpuwatch.advisor import spikes
 from gpuwatch.advisor.climb import (
     DECELERATING,
     STILL_CLIMBING,
@@ -41,6 +42,7 @@ from gpuwatch.core.ring import Ring
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
 
 LED_EVERY_S = 5.0      # how often a GPU of several processes is searched for a climbing one
+SPIKE_SIDE_BUCKETS = 3  # buckets either side of a spike that its height is measured from
 
 
 def gpu_climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
@@ -85,8 +87,10 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     tie = _tie(gpu, s)
     if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
         return None            # flat: the newest samples cannot top the earlier peaks
+    known = gpu_spikes(ctx, gpu)
     w = ctx.gpu_window(gpu.index, s.trend_window_s)
-    t, used = w["timestamp_s"], w["used_bytes"]
+    t = w["timestamp_s"]
+    used = spikes.without(t, w["used_bytes"], known)
     # The cheapest test first, as most samples fail it (memory flat, or a steady
     # sawtooth): a climb's newest samples (a minute: a slow step's top) top every
     # earlier peak of the window.
@@ -104,7 +108,8 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         saw: Sawtooth | None = first_saw
         if window_s != s.trend_window_s:
             w = ctx.gpu_window(gpu.index, window_s)
-            t, used = w["timestamp_s"], w["used_bytes"]
+            t = w["timestamp_s"]
+            used = spikes.without(t, w["used_bytes"], known)
             saw = None
         climb = _climb_of(ctx, t, used, tie, bucket_s, active)
         if climb is None:
@@ -127,10 +132,58 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
         persist = _persist(ctx, active, climb.bucket_s)
         if climb.span_s < persist:
             continue
-        carried = _carried(ctx, gpu, climb, window_s, persist, active)
+        carried = _carried(ctx, gpu, climb, window_s, persist, active, known=known)
         if carried is not None:
             return carried
     return None
+
+
+def gpu_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
+    """The spikes of the GPU's envelope over the last ``spike_memory_s``, oldest first.
+    They are looked for once a trend bucket, over a window that holds the longest
+    (``spike_most_s``) and three buckets either side; one seen again (the buckets move
+    with each sample) is merged with what was known of it."""
+    s = ctx.settings
+    key = ("spikes", gpu.index)
+    looked, known = ctx.memo.get(key, (-math.inf, []))
+    if ctx.now_s - looked >= s.trend_bucket_s:
+        looked = ctx.now_s
+        known = [k for k in known if k.end_s >= ctx.now_s - s.spike_memory_s]
+        tie = _tie(gpu, s)
+        if tie > 0 and not ctx.gpu_flat(gpu.index, s.spike_most_s):
+            w = ctx.gpu_window(gpu.index, s.spike_most_s)
+            t, used = w["timestamp_s"], w["used_bytes"]
+            keep = ~np.isnan(used)
+            saw = sawtooth(t[keep], used[keep], tie)
+            width = max(s.trend_bucket_s, 1.5 * saw.period_s)
+            w = ctx.gpu_window(gpu.index,
+                               s.spike_most_s + 2 * SPIKE_SIDE_BUCKETS * width)
+            t, used = w["timestamp_s"], w["used_bytes"]
+            margin = 3 * max(tie, saw.top_noise(width))
+            for new in spikes.find(t, used, width, margin, s.spike_most_s):
+                same = [k for k in known if k.start_s <= new.end_s and new.start_s <= k.end_s]
+                known = [k for k in known if k not in same]
+                known.append(replace(new, start_s=min([new.start_s] + [k.start_s for k in same]),
+                                     end_s=max([new.end_s] + [k.end_s for k in same])))
+            known.sort(key=lambda k: k.start_s)
+        ctx.memo[key] = (looked, known)
+    return known
+
+
+def spike_allowance(ctx: RuleContext, gpu: GpuSample,
+                    climb: Climb) -> tuple[spikes.Spike | None, float]:
+    """The tallest spike of late (``gpu_spikes``), and how much of it to count on top of
+    the climb's level: its height, less what of it the level may hold already (a spike
+    under way: the newest peak above the envelope before, carried on at the climb's
+    rate)."""
+    tall = spikes.tallest(gpu_spikes(ctx, gpu))
+    if tall is None:
+        return None, 0.0
+    s = ctx.settings
+    w = ctx.gpu_window(gpu.index, s.spike_most_s + 4 * climb.bucket_s)
+    now = spikes.under_way(w["timestamp_s"], w["used_bytes"], climb.rate, climb.bucket_s,
+                           s.spike_most_s)
+    return tall, max(0.0, tall.height - now)
 
 
 def _scales(ctx: RuleContext, saw: Sawtooth,
@@ -235,12 +288,14 @@ def _staircase(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 
 def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
              persist: float, active: bool,
-             among: Sequence[ProcessSample] | None = None) -> Climb | None:
+             among: Sequence[ProcessSample] | None = None,
+             known: Sequence[spikes.Spike] = ()) -> Climb | None:
     """The GPU's climb as its processes carry it: each process whose own envelope makes a
     trend (not a warm-up) adds its rate. Processes arriving one after another, or the
     tops of several processes' steps coming into line, lift the GPU's envelope without
     any process climbing: no trend. None when no process carries the climb. ``among``:
-    the processes to judge (all of the GPU's), each then also held to ``Holds.stopped``."""
+    the processes to judge (all of the GPU's), each then also held to ``Holds.stopped``;
+    ``known``: the GPU's spikes, left out of each process's envelope too."""
     s = ctx.settings
     tie = _tie(gpu, s)
     before = _under_way(ctx, tie, climb.bucket_s, active)
@@ -252,10 +307,12 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
         w = ctx.process_window(gpu.index, p.pid, window_s)
         if w["used_bytes"].size < 3:
             continue
-        c = _climb_of(ctx, w["timestamp_s"], w["used_bytes"], tie, climb.bucket_s, active)
+        pt = w["timestamp_s"]
+        pused = spikes.without(pt, w["used_bytes"], known)
+        c = _climb_of(ctx, pt, pused, tie, climb.bucket_s, active)
         if c is None or c.span_s < persist:
             continue
-        holds = Holds.of(w["timestamp_s"], w["used_bytes"], tie)
+        holds = Holds.of(pt, pused, tie)
         if among is not None and holds.stopped(c):
             continue
         c = holds.past_a_step(c, before)

@@ -5,8 +5,9 @@ below 2 %). Or a current climb of the envelope of the step peaks (``oom_climb.py
 trend carried by a process, not a step that holds and not its warm-up — a rising run
 of new highs, or a staircase of regular steps — that reaches total − reserved −
 margin within the horizon (10 min; critical within 2 min, for a climb that is both
-short and consistent). A climb that has levelled off or stopped is not a risk, however
-steep it was: the end of a warm-up stays quiet.
+short and consistent), or reaches it with the tallest spike of late (an evaluation's
+buffers: up and back within minutes) on top. A climb that has levelled off or stopped
+is not a risk, however steep it was: the end of a warm-up stays quiet.
 
 Thresholds are looser while the hint is open, so it does not flap. When a process
 leaves the GPU and gives its memory back, an open hint closes at once.
@@ -28,7 +29,7 @@ from gpuwatch.advisor.context import (
     format_growth,
     steadily,
 )
-from gpuwatch.advisor.rules.oom_climb import gpu_climb
+from gpuwatch.advisor.rules.oom_climb import gpu_climb, spike_allowance
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.core.units import format_bytes, format_duration
@@ -88,7 +89,9 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
         low_free = free_fraction < (s.free_clear_fraction if active else s.free_warning_fraction)
 
         climb = gpu_climb(ctx, gpu, active)
-        ttf = None if climb is None else climb.time_to(limit)
+        # a spike seen lately (an evaluation's buffers) may come back on top of the climb
+        spike, allowance = (None, 0.0) if climb is None else spike_allowance(ctx, gpu, climb)
+        ttf = None if climb is None else climb.time_to(limit - allowance)
         horizon = s.horizon_s * (1.5 if active else 1.0)
         if climb is not None:          # a climb that has gone on for longer is warned sooner
             horizon = max(horizon, min(1.5 * s.horizon_s, climb.span_s))
@@ -135,6 +138,11 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
                 pid, name, growth = grower
                 evidence.append(f"pid {pid} ({name or '?'}) grew {format_bytes(growth)} "
                                 "in that time")
+        if spike is not None and allowance > 0:
+            evidence.append(f"memory rose {format_bytes(spike.height)} above that for "
+                            f"{format_duration(max(1.0, spike.end_s - spike.start_s))} "
+                            f"{format_duration(ctx.now_s - spike.end_s)} ago (an "
+                            "evaluation?); counted as coming back on top of the climb")
         elif grower is not None:
             pid, name, growth = grower
             evidence.append(f"pid {pid} ({name or '?'}) grew {format_bytes(growth)} in the "
