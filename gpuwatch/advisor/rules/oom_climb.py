@@ -34,6 +34,7 @@ from gpuwatch.advisor.climb import (
     sawtooth,
     settling,
     staircase,
+    step_period,
 )
 from gpuwatch.advisor.context import RuleContext
 from gpuwatch.advisor.holds import ClimbOf, Holds
@@ -155,7 +156,8 @@ def gpu_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
             t, used = w["timestamp_s"], w["used_bytes"]
             keep = ~np.isnan(used)
             saw = sawtooth(t[keep], used[keep], tie)
-            width = max(s.trend_bucket_s, 1.5 * saw.period_s)
+            width = max(s.trend_bucket_s, 1.5 * saw.period_s,
+                        1.5 * _slowest_step(ctx, gpu, s.spike_most_s, tie))
             w = ctx.gpu_window(gpu.index,
                                s.spike_most_s + 2 * SPIKE_SIDE_BUCKETS * width)
             t, used = w["timestamp_s"], w["used_bytes"]
@@ -168,6 +170,20 @@ def gpu_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
             known.sort(key=lambda k: k.start_s)
         ctx.memo[key] = (looked, known)
     return known
+
+
+def _slowest_step(ctx: RuleContext, gpu: GpuSample, window_s: float, tie: float) -> float:
+    """The longest training step of the GPU's processes over ``window_s`` (0: none seen).
+    The GPU's own sawtooth is its fastest process's; a slower one's step tops, on
+    buckets narrower than its step, rise and fall back like spikes."""
+    longest = 0.0
+    for p in gpu.processes:
+        w = ctx.process_window(gpu.index, p.pid, window_s)
+        used = w["used_bytes"]
+        if used.size >= 4:
+            keep = ~np.isnan(used)
+            longest = max(longest, step_period(w["timestamp_s"][keep], used[keep], tie))
+    return longest
 
 
 def spike_allowance(ctx: RuleContext, gpu: GpuSample,

@@ -110,8 +110,9 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
             climb is not None and finite(ttf) and ttf is not None
             and ttf <= s.critical_horizon_s and climb.tau >= s.critical_min_tau
             and climb.span_s >= max(s.critical_persist_s, 3 * climb.bucket_s))
-        if free_fraction < s.free_critical_fraction or (trending and ttf is not None
-                                                        and ttf < 2.5):
+        full_now = free_fraction < s.free_critical_fraction or (
+            trending and ttf is not None and ttf < 2.5)
+        if full_now:
             title = f"GPU {gpu.index} memory full now: {format_bytes(free)} free"
             badge = badges.oom(ttf, free, full_now=True)
         elif trending and ttf is not None:
@@ -138,15 +139,15 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
                 pid, name, growth = grower
                 evidence.append(f"pid {pid} ({name or '?'}) grew {format_bytes(growth)} "
                                 "in that time")
-        if spike is not None and allowance > 0:
-            evidence.append(f"memory rose {format_bytes(spike.height)} above that for "
-                            f"{format_duration(max(1.0, spike.end_s - spike.start_s))} "
-                            f"{format_duration(ctx.now_s - spike.end_s)} ago (an "
-                            "evaluation?); counted as coming back on top of the climb")
         elif grower is not None:
             pid, name, growth = grower
             evidence.append(f"pid {pid} ({name or '?'}) grew {format_bytes(growth)} in the "
                             f"last {format_duration(s.trend_window_s)}")
+        if spike is not None and allowance > 0 and trending and not full_now:
+            evidence.append(f"a spike of {format_bytes(spike.height)} above the climb "
+                            f"{format_duration(ctx.now_s - spike.end_s)} ago, for "
+                            f"{format_duration(max(1.0, spike.end_s - spike.start_s))} "
+                            "(an evaluation?), is counted as coming back on top of it")
         out.append(Finding(
             code=CODE, severity=Severity.CRITICAL if critical else Severity.WARNING,
             gpu_index=gpu.index, pid=None, title=title, evidence=tuple(evidence), badge=badge,
