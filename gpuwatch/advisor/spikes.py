@@ -20,6 +20,8 @@ import numpy as np
 
 from gpuwatch.advisor.trend import bucket_extremes
 
+SIDE = 3                 # buckets either side of a spike that its height is measured from
+
 
 @dataclass(frozen=True, slots=True)
 class Spike:
@@ -29,45 +31,91 @@ class Spike:
 
 
 def find(t: np.ndarray, used: np.ndarray, width_s: float, margin: float,
-         most_s: float) -> list[Spike]:
+         most_s: float, first: bool = False) -> list[Spike]:
     """The spikes of ``used`` (samples at times ``t``, oldest first) on buckets of
-    ``width_s`` (a training step and a half: each holds a step's top): a bucket whose
-    peak tops the median of the three before it by ``margin`` or more starts one, and
-    it ends at the last bucket before the peaks fall back at least half-way, within
-    ``most_s``. Its height is its median bucket peak above the higher of the median
-    peaks either side of it (three buckets each, fewer where the samples end), and at
-    least ``margin``. A rise that has not fallen back is a step, or a spike still under
-    way: neither is one yet."""
+    ``width_s`` (a training step and a half: each holds a step's top).
+
+    A bucket whose peak tops each of the three before the one before it by ``margin``
+    or more starts one. It ends at the last bucket before the peaks fall back at least
+    half-way from its top to the level before, and stay there, within ``most_s``. Its
+    height is its highest bucket peak above the level either side: the highest peak of
+    three buckets, past the one next to it (which may hold a part of it), and at least
+    ``margin``. Its buckets are those above that level (not a climb's run-up that the
+    rise began with). Each side's highest peak, not its median: a bucket's peak falls
+    short of the steps' top now and then, and a checkpoint's dip (no steps for a while)
+    is not what a spike fell back to. A rise that has not fallen back is a step, or a
+    spike still under way: neither is one yet. ``first``: the samples are the first
+    there are, so fewer buckets before a spike will do (a process that comes and goes
+    at the start)."""
     keep = ~np.isnan(used)
     t, used = t[keep], used[keep]
     if t.size < 3 or width_s <= 0:
         return []
-    number = np.floor((t[-1] - t) / width_s).astype(np.int64)
-    number = number.max() - number                  # oldest bucket first
+    if first:            # the oldest sample is where the samples begin: whole buckets
+        number = np.floor((t - t[0]) / width_s).astype(np.int64)    # from there on,
+        whole = number < number[-1]          # the newest, a part of one, left out (it
+        t, used, number = t[whole], used[whole], number[whole]   # may hold a step's low)
+        if t.size < 3:
+            return []
+    else:                # cut from a longer history: whole buckets back from the newest
+        number = np.floor((t[-1] - t) / width_s).astype(np.int64)
+        number = number.max() - number              # oldest bucket first
     starts = np.flatnonzero(np.concatenate(([True], number[1:] != number[:-1])))
     peaks = np.maximum.reduceat(used, starts)
     ends = np.append(starts[1:], t.size) - 1        # each bucket's last sample
     longest = max(1, int(most_s // width_s))
     out: list[Spike] = []
-    j = 1
+    clear = np.ones(peaks.size, dtype=bool)       # buckets of no spike found
+    newest: tuple[int, int, float] | None = None   # its first and last bucket, level before
+    # three buckets before the one before it (the oldest may be a part of one), or, from
+    # the first samples, whatever came before: at first, the first sample
+    j = 0 if first else SIDE + 1
     while j < peaks.size - 1:
-        before = float(np.median(peaks[max(0, j - 3):j]))
+        earlier = peaks[:max(1, j - 1)][clear[:max(1, j - 1)]][-SIDE:]
+        before = (float(used[0]) if j == 0 else
+                  float(earlier.max()) if earlier.size else float(peaks[j - 1]))
         rise = float(peaks[j]) - before
         if rise < margin:
             j += 1
             continue
-        back = before + 0.5 * rise
+        # fallen back half-way from its top so far to the level before (a climb goes
+        # on beneath it): the next bucket, and the one after where there is one (a
+        # bucket of the spike may catch its steps low; a real fall holds)
+        tops = np.maximum.accumulate(peaks[j:j + longest])
         fell = next((m for m in range(j, min(peaks.size - 1, j + longest))
-                     if peaks[m + 1] <= back), None)
+                     if peaks[m + 1:m + 3].max() <= 0.5 * (tops[m - j] + before)), None)
         if fell is None:
             j += 1
             continue
-        after = float(np.median(peaks[fell + 1:fell + 4]))
-        height = float(np.median(peaks[j:fell + 1])) - max(before, after)
+        first = j
+        if newest is not None and newest[1] == j - 1:   # straight after one: the same
+            first, before = newest[0], newest[2]         # spike, cut short
+            out.pop()
+        rest = peaks[fell + 2:fell + 2 + SIDE]
+        after = float(rest.max() if rest.size else peaks[fell + 1])
+        # its highest bucket: one at either end may hold only a part of it, and the
+        # highest sample of a bucket is never above the top it saw
+        level = max(before, after)
+        height = float(peaks[first:fell + 1].max()) - level
         if height >= margin:
-            out.append(Spike(float(t[starts[j]]), float(t[ends[fell]]), height))
+            # its buckets: those above the level either side (not a climb's run-up
+            # that a rise began with, and that the level after has passed)
+            above = np.flatnonzero(peaks[first:fell + 1] >= level + 0.5 * margin)
+            lo, hi = first + int(above[0]), first + int(above[-1])
+            clear[lo:hi + 1] = False
+            out.append(Spike(float(t[starts[lo]]), float(t[ends[hi]]), height))
+            newest = (lo, fell, before)
         j = fell + 1
     return out
+
+
+def margin(tie: float, top_noise: float) -> float:
+    """How far a bucket's peak must stand above those either side to start a spike:
+    three ties, and four times how far a bucket's peak falls short of the steps' top
+    (``Sawtooth.top_noise``). The shortfall of the highest of n samples of a step has
+    an exponential tail: at three times its scale, a flat sawtooth's buckets start a
+    spike now and then; at four, about a seventh as often."""
+    return max(3 * tie, 4 * top_noise)
 
 
 def without(t: np.ndarray, used: np.ndarray, spikes: Iterable[Spike]) -> np.ndarray:
@@ -84,10 +132,10 @@ def without(t: np.ndarray, used: np.ndarray, spikes: Iterable[Spike]) -> np.ndar
 
 def under_way(t: np.ndarray, used: np.ndarray, rate: float, width_s: float,
               span_s: float) -> float:
-    """How far the newest bucket's peak stands above the envelope of ``span_s`` before,
-    carried on at ``rate`` (the median of its three newest buckets then): the height of
-    a spike that may be under way, about nothing on a steady climb. 0 when the samples
-    do not reach that far back."""
+    """How far the newest peak (the higher of the last two buckets') stands above the
+    envelope of ``span_s`` before (the highest of its three newest buckets then), carried
+    on at ``rate``: the height of a spike that may be under way, about nothing on a
+    steady climb. 0 when the samples do not reach that far back."""
     keep = ~np.isnan(used)
     t, used = t[keep], used[keep]
     if t.size < 3 or width_s <= 0:
@@ -97,7 +145,8 @@ def under_way(t: np.ndarray, used: np.ndarray, rate: float, width_s: float,
     before = level[centres < t[-1] - span_s][-3:]
     if before.size == 0:
         return 0.0
-    return max(0.0, float(level[-1] - np.median(before)))
+    # the higher of each side's buckets: any one may catch the steps low
+    return max(0.0, float(level[-2:].max() - before.max()))
 
 
 def tallest(spikes: Iterable[Spike]) -> Spike | None:

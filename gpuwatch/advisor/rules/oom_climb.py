@@ -43,7 +43,6 @@ from gpuwatch.core.ring import Ring
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
 
 LED_EVERY_S = 5.0      # how often a GPU of several processes is searched for a climbing one
-SPIKE_SIDE_BUCKETS = 3  # buckets either side of a spike that its height is measured from
 
 
 def gpu_climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
@@ -154,15 +153,19 @@ def gpu_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
         if tie > 0 and not ctx.gpu_flat(gpu.index, s.spike_most_s):
             w = ctx.gpu_window(gpu.index, s.spike_most_s)
             t, used = w["timestamp_s"], w["used_bytes"]
+            if t.size < 3 or t[0] > ctx.now_s - s.spike_most_s + s.trend_bucket_s:
+                ctx.memo[key] = (looked, known)   # too young to know its steps: a
+                return known                      # slow sawtooth's tops look like spikes
             keep = ~np.isnan(used)
             saw = sawtooth(t[keep], used[keep], tie)
             width = max(s.trend_bucket_s, 1.5 * saw.period_s,
                         1.5 * _slowest_step(ctx, gpu, s.spike_most_s, tie))
-            w = ctx.gpu_window(gpu.index,
-                               s.spike_most_s + 2 * SPIKE_SIDE_BUCKETS * width)
+            span = s.spike_most_s + 2 * (spikes.SIDE + 1) * width
+            w = ctx.gpu_window(gpu.index, span)
             t, used = w["timestamp_s"], w["used_bytes"]
-            margin = 3 * max(tie, saw.top_noise(width))
-            for new in spikes.find(t, used, width, margin, s.spike_most_s):
+            margin = spikes.margin(tie, saw.top_noise(width))
+            first = t.size > 0 and t[0] > ctx.now_s - span + width   # all there is
+            for new in spikes.find(t, used, width, margin, s.spike_most_s, first):
                 same = [k for k in known if k.start_s <= new.end_s and new.start_s <= k.end_s]
                 known = [k for k in known if k not in same]
                 known.append(replace(new, start_s=min([new.start_s] + [k.start_s for k in same]),
