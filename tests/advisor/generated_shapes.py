@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from advisor_support import GIB, MIB, T0
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from gpuwatch.advisor import Advisor
@@ -288,6 +289,20 @@ def judge(spec: RunSpec, advisor: Advisor | None = None) -> Outcome:
     return out
 
 
+def assert_warned_in_time(spec: RunSpec) -> None:
+    """``spec``'s failure is warned of in time, and never before its climb began."""
+    assert spec.failure is not None
+    out = judge(spec)
+    before = [x for x in out.loud if x[0] < spec.failure.start_s]
+    assert before == [], spec.label
+    assert out.full_s is not None, spec.label            # the shape does fill the card
+    first = next((x[0] for x in out.loud if x[0] >= spec.failure.start_s), None)
+    assert first is not None, f"never warned: {spec.label}"
+    need = spec.required_lead_s(out.full_s)
+    assert out.full_s - first >= need, \
+        f"warned {out.full_s - first:.0f} s before full, {need:.0f} s needed: {spec.label}"
+
+
 # --- strategies --------------------------------------------------------------------------
 
 def _fractions(draw, n: int, share: float) -> list[float]:
@@ -390,3 +405,24 @@ def failing_runs(draw, longest_fill_s: float = 4 * 3600,
     base.label = (f"failing: {kind} filling in {fill_s / 60:.0f} min from "
                   f"{start:.0f} s; " + base.label)
     return base
+
+
+@st.composite
+def climbs_filled_by_an_evaluation(draw, longest_fill_s: float = 2700.0) -> RunSpec:
+    """A leak, a drift or a ramp under recurring evaluations (+5–12 % of the card, held
+    30 s to 3 min, every 5–10 min) whose card is filled by one of them, not the first:
+    the climb is short of full, and the evaluation's spike, seen before, tops it. The
+    warning is owed as for any failing run."""
+    spec = draw(failing_runs(longest_fill_s, kinds=("leak", "drift", "ramp")))
+    main = spec.gpus[0][0]
+    height = draw(st.floats(0.05, 0.12))
+    level = main.level + main.eval_height - height
+    assume(level >= main.context + 0.05)
+    spec.gpus[0][0] = replace(main, level=level, eval_height=height,
+                              eval_every_s=draw(st.floats(300, 600)),
+                              eval_s=draw(st.floats(30, 180)))
+    full = spec.demands()[2]
+    assume(full is not None and (spec.evaluation_filling(full) or 0) >= 2)
+    spec.label = f"{spec.label}, evaluations +{100 * height:.0f} % every " \
+                 f"{spec.gpus[0][0].eval_every_s / 60:.0f} min"
+    return spec

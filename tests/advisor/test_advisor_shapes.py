@@ -11,7 +11,13 @@ figures ``docs/advisor.md`` publishes.
 from __future__ import annotations
 
 import numpy as np
-from generated_shapes import RunSpec, failing_runs, healthy_runs, judge
+from generated_shapes import (
+    RunSpec,
+    assert_warned_in_time,
+    failing_runs,
+    healthy_runs,
+    judge,
+)
 from hypothesis import given, settings
 
 
@@ -24,26 +30,12 @@ def test_healthy_runs_stay_quiet(spec: RunSpec) -> None:
     assert judge(spec).loud == [], spec.label
 
 
-def _assert_in_time(spec: RunSpec) -> None:
-    """``spec``'s failure is warned of in time, and never before its climb began."""
-    assert spec.failure is not None
-    out = judge(spec)
-    before = [x for x in out.loud if x[0] < spec.failure.start_s]
-    assert before == [], spec.label
-    assert out.full_s is not None, spec.label            # the shape does fill the card
-    first = next((x[0] for x in out.loud if x[0] >= spec.failure.start_s), None)
-    assert first is not None, f"never warned: {spec.label}"
-    need = spec.required_lead_s(out.full_s)
-    assert out.full_s - first >= need, \
-        f"warned {out.full_s - first:.0f} s before full, {need:.0f} s needed: {spec.label}"
-
-
 # Each failing run on its own: warned in time (a staircase from its third step, a ramp
 # once it has made new highs for 40 s and four training steps), never before its climb.
 @settings(max_examples=12, derandomize=True, deadline=None)
 @given(failing_runs(longest_fill_s=3600))
 def test_failing_runs_are_warned_in_time(spec: RunSpec) -> None:
-    _assert_in_time(spec)
+    assert_warned_in_time(spec)
 
 
 def test_the_shapes_are_what_they_say() -> None:

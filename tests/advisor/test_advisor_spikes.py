@@ -8,7 +8,8 @@ scatter."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import assume, given
+from generated_shapes import RunSpec, assert_warned_in_time, climbs_filled_by_an_evaluation
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpuwatch.advisor import spikes
@@ -161,3 +162,14 @@ def test_a_spike_at_the_first_samples_is_found_there(step: tuple[float, float],
                                                      height * TOTAL, 0.0)
     found = spikes.find(t, used, width, margin, MOST_S, first=True)
     assert len(found) == 1 and abs(found[0].start_s - start) <= width + 1.0, found
+
+
+# The advisor on whole runs: a climb whose card is filled by a recurring evaluation is
+# warned in time. Each spike is left out of the envelope (before, it stood above the climb
+# for minutes, and no new high could be made), and the tallest of late is counted on top
+# of the climb's level: the card is full when the level is a spike's height short of it.
+@settings(max_examples=6, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(climbs_filled_by_an_evaluation())
+def test_a_climb_filled_by_its_next_evaluation_is_warned_in_time(spec: RunSpec) -> None:
+    assert_warned_in_time(spec)

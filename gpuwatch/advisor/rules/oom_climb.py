@@ -140,45 +140,52 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
 
 def gpu_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
     """The spikes of the GPU's envelope over the last ``spike_memory_s``, oldest first.
-    They are looked for once a trend bucket, over a window that holds the longest
-    (``spike_most_s``) and three buckets either side; one seen again (the buckets move
-    with each sample) is merged with what was known of it."""
+    They are looked for once a trend bucket (``_new_spikes``); one seen again (the
+    buckets move with each sample) is merged with what was known of it."""
     s = ctx.settings
     key = ("spikes", gpu.index)
     looked, known = ctx.memo.get(key, (-math.inf, []))
     if ctx.now_s - looked >= s.trend_bucket_s:
         looked = ctx.now_s
         known = [k for k in known if k.end_s >= ctx.now_s - s.spike_memory_s]
-        tie = _tie(gpu, s)
-        if tie > 0 and not ctx.gpu_flat(gpu.index, s.spike_most_s):
-            w = ctx.gpu_window(gpu.index, s.spike_most_s)
-            t, used = w["timestamp_s"], w["used_bytes"]
-            if t.size < 3 or t[0] > ctx.now_s - s.spike_most_s + s.trend_bucket_s:
-                ctx.memo[key] = (looked, known)   # too young to know its steps: a
-                return known                      # slow sawtooth's tops look like spikes
-            keep = ~np.isnan(used)
-            saw = sawtooth(t[keep], used[keep], tie)
-            width = max(s.trend_bucket_s, 1.5 * saw.period_s,
-                        1.5 * _slowest_step(ctx, gpu, s.spike_most_s, tie))
-            span = s.spike_most_s + 2 * (spikes.SIDE + 1) * width
-            w = ctx.gpu_window(gpu.index, span)
-            t, used = w["timestamp_s"], w["used_bytes"]
-            margin = spikes.margin(tie, saw.top_noise(width))
-            first = t.size > 0 and t[0] > ctx.now_s - span + width   # all there is
-            for new in spikes.find(t, used, width, margin, s.spike_most_s, first):
-                same = [k for k in known if k.start_s <= new.end_s and new.start_s <= k.end_s]
-                known = [k for k in known if k not in same]
-                known.append(replace(new, start_s=min([new.start_s] + [k.start_s for k in same]),
-                                     end_s=max([new.end_s] + [k.end_s for k in same])))
-            known.sort(key=lambda k: k.start_s)
+        for new in _new_spikes(ctx, gpu):
+            same = [k for k in known if k.start_s <= new.end_s and new.start_s <= k.end_s]
+            known = [k for k in known if k not in same]
+            known.append(replace(new, start_s=min([new.start_s] + [k.start_s for k in same]),
+                                 end_s=max([new.end_s] + [k.end_s for k in same])))
+        known.sort(key=lambda k: k.start_s)
         ctx.memo[key] = (looked, known)
     return known
 
 
+def _new_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
+    """``spikes.find`` over a window that holds the longest spike (``spike_most_s``) and
+    four buckets either side, on buckets of 1½ of the slowest process's step. None on a
+    GPU that is flat, or too young to know its steps (a slow sawtooth's tops, on buckets
+    narrower than its step, rise and fall back like spikes)."""
+    s = ctx.settings
+    tie = _tie(gpu, s)
+    if tie <= 0 or ctx.gpu_flat(gpu.index, s.spike_most_s):
+        return []
+    w = ctx.gpu_window(gpu.index, s.spike_most_s)
+    t, used = w["timestamp_s"], w["used_bytes"]
+    if t.size < 3 or t[0] > ctx.now_s - s.spike_most_s + s.trend_bucket_s:
+        return []
+    keep = ~np.isnan(used)
+    saw = sawtooth(t[keep], used[keep], tie)
+    width = max(s.trend_bucket_s, 1.5 * saw.period_s,
+                1.5 * _slowest_step(ctx, gpu, s.spike_most_s, tie))
+    span = s.spike_most_s + 2 * (spikes.SIDE + 1) * width
+    w = ctx.gpu_window(gpu.index, span)
+    t = w["timestamp_s"]
+    first = bool(t.size) and t[0] > ctx.now_s - span + width     # all there is
+    return spikes.find(t, w["used_bytes"], width, spikes.margin(tie, saw.top_noise(width)),
+                       s.spike_most_s, first)
+
+
 def _slowest_step(ctx: RuleContext, gpu: GpuSample, window_s: float, tie: float) -> float:
-    """The longest training step of the GPU's processes over ``window_s`` (0: none seen).
-    The GPU's own sawtooth is its fastest process's; a slower one's step tops, on
-    buckets narrower than its step, rise and fall back like spikes."""
+    """The longest training step of the GPU's processes over ``window_s`` (0: none seen):
+    the sawtooth the GPU's samples show is mostly its fastest process's."""
     longest = 0.0
     for p in gpu.processes:
         w = ctx.process_window(gpu.index, p.pid, window_s)
