@@ -101,7 +101,9 @@ class Holds:
         pace, would otherwise be projected as a trend. So the climb before the step
         (``climb_of`` those samples, judged as under way) goes on from the stepped-up
         level, and levels off as much higher. With no climb before it, a step is one
-        unless the climb's own rate accounts for it (a climb setting out).
+        unless the climb's own rate accounts for it and its new highs came evenly (a
+        climb setting out; an evaluation's step in mid-run, and the sampled tops of its
+        sawtooth creeping up to the step's top, read as 10 %/min otherwise).
 
         A step is a stretch of a step and a half whose envelope rose by more than twice
         the mean of the three stretches before it, and by four times the scatter of
@@ -131,7 +133,10 @@ class Holds:
             if before is None:
                 return climb
         if before is None:
-            setting_out = float(rise.max()) <= 2 * climb.rate * self.span_s + 2 * self.least
+            # a climb setting out: its rate accounts for the rise, which came evenly (the
+            # line through a step and the few tops after it has the step's pace)
+            setting_out = (float(rise.max()) <= 2 * climb.rate * self.span_s + 2 * self.least
+                           and self.step_end_s(climb.since_s) is None)
             return climb if setting_out else None
         lift = climb.level_bytes - before.level_bytes
         return replace(before, level_bytes=climb.level_bytes,

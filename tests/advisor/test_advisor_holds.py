@@ -189,3 +189,4 @@ def test_a_step_that_holds_came_at_once_and_is_over_within_a_step(
     end = Holds.of(t, used, TIE).step_end_s(since)
     assert end is not None
     assert step_s <= end <= step_s + window + period + 1.0
+
