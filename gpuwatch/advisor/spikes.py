@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuwatch.advisor.climb import Sawtooth
 from gpuwatch.advisor.trend import bucket_extremes
 
 SIDE = 3                 # buckets either side of a spike that its height is measured from
@@ -109,13 +110,23 @@ def find(t: np.ndarray, used: np.ndarray, width_s: float, margin: float,
     return out
 
 
-def margin(tie: float, top_noise: float) -> float:
-    """How far a bucket's peak must stand above those either side to start a spike:
-    three ties, and four times how far a bucket's peak falls short of the steps' top
-    (``Sawtooth.top_noise``). The shortfall of the highest of n samples of a step has
-    an exponential tail: at three times its scale, a flat sawtooth's buckets start a
-    spike now and then; at four, about a seventh as often."""
-    return max(3 * tie, 4 * top_noise)
+def margin(tie: float, saw: Sawtooth, width_s: float) -> float:
+    """How far a bucket's peak must stand above those either side to start a spike.
+
+    Three ties; four times the scale of a bucket's peak falling short of the steps' top
+    by chance (``Sawtooth.top_noise``: the shortfall of the highest of n samples of a
+    step has an exponential tail, and at three times its scale a flat sawtooth's buckets
+    started a spike now and then); and the shortfall of a step the sampler keeps
+    catching at the same few points. Under a step of a sample or three, each step is
+    seen at one to three points, and as the step's clock wanders against the sampler's
+    those points drift: the sampled tops beat, up and down by as much as half the
+    sawtooth over minutes, and a beat's crest is a rise and a fall. Such a step is seen
+    at half its size and twice its period (a 1 s step of 21 % sampled each second: 11 %
+    every 2.1 s), so the bar is the size seen, times twice the samples' spacing over
+    the period seen, up to all of it."""
+    locked = (saw.size * min(1.0, 2 * saw.spacing_s / saw.period_s)
+              if saw.period_s > 0 else 0.0)
+    return max(3 * tie, 4 * saw.top_noise(width_s), locked)
 
 
 def without(t: np.ndarray, used: np.ndarray, spikes: Iterable[Spike]) -> np.ndarray:

@@ -8,7 +8,12 @@ scatter."""
 from __future__ import annotations
 
 import numpy as np
-from generated_shapes import RunSpec, assert_warned_in_time, climbs_filled_by_an_evaluation
+from generated_shapes import (
+    RunSpec,
+    Shape,
+    assert_warned_in_time,
+    climbs_filled_by_an_evaluation,
+)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +42,7 @@ def bars(t: np.ndarray, used: np.ndarray) -> tuple[float, float]:
     """(bucket width, margin) as the rule sets them."""
     saw = sawtooth(t, used, TIE)
     width = max(10.0, 1.5 * saw.period_s)
-    return width, spikes.margin(TIE, saw.top_noise(width))
+    return width, spikes.margin(TIE, saw, width)
 
 
 steps = st.tuples(st.floats(1.0, 20.0), st.floats(0.0, 0.2))      # period, size
@@ -89,21 +94,36 @@ def _no_spike_shapes(rng: np.random.Generator, t: np.ndarray) -> dict[str, np.nd
     }
 
 
+def _beating(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A level under a step of 1–3 s whose clock wanders against the sampler's, sampled
+    as the generated runs are (``generated_shapes``): each step is seen at the same few
+    points for minutes, and the sampled tops beat by up to half the sawtooth."""
+    t = np.arange(SECONDS, dtype=float)
+    seen = t + 0.5 * ((t * 0.6180339887) % 1.0)
+    shape = Shape(start_s=0.0, end_s=None, context=0.3, level=0.3, warmup="linear",
+                  warmup_s=10.0, steps=2, period_s=rng.uniform(1.0, 3.0),
+                  amplitude=rng.uniform(0.02, 0.3), phase_s=rng.uniform(0.0, 60.0))
+    return seen, shape.demand(seen) * TOTAL
+
+
 def test_shapes_without_a_spike_show_none() -> None:
-    """A climb, a level, a step that holds and a checkpoint's dip, under steps of 1–20 s
-    of up to 20 % of the card, 400 drawings each: no spike. (Not a Hypothesis property:
-    a bucket's peak falls short of the steps' top by chance, and a search over tens of
-    thousands of drawings finds a run of buckets that all did, about once in 10⁵
-    bucket positions; 3,000 drawings of each shape found none.)"""
+    """A climb, a level, a step that holds, a checkpoint's dip, under steps of 1–20 s of
+    up to 20 % of the card, and a level under a short step that beats against the
+    sampler: 400 drawings each, no spike. (Not a Hypothesis property: a bucket's peak
+    falls short of the steps' top by chance, and a search over tens of thousands of
+    drawings finds a run of buckets that all did, about once in 10⁵ bucket positions;
+    3,000 drawings of each shape found none.)"""
     rng = np.random.default_rng(20261207)
     found: dict[str, int] = {}
     for _ in range(400):
         t = sampled(int(rng.integers(0, 2**16)))
-        for name, used in _no_spike_shapes(rng, t).items():
-            width, margin = bars(t, used if name != "dip" else np.nan_to_num(used))
-            found[name] = found.get(name, 0) + bool(spikes.find(t, used, width, margin,
+        drawn = {name: (t, used) for name, used in _no_spike_shapes(rng, t).items()}
+        drawn["beat"] = _beating(rng)
+        for name, (at, used) in drawn.items():
+            width, margin = bars(at, used if name != "dip" else np.nan_to_num(used))
+            found[name] = found.get(name, 0) + bool(spikes.find(at, used, width, margin,
                                                                 MOST_S))
-    assert found == {"climb": 0, "level": 0, "step": 0, "dip": 0}
+    assert found == {"climb": 0, "level": 0, "step": 0, "dip": 0, "beat": 0}
 
 
 @given(step=steps, per_min=st.floats(0.0, 0.1), seed=st.integers(0, 2**16))

@@ -179,7 +179,7 @@ def _new_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
     w = ctx.gpu_window(gpu.index, span)
     t = w["timestamp_s"]
     first = bool(t.size) and t[0] > ctx.now_s - span + width     # all there is
-    return spikes.find(t, w["used_bytes"], width, spikes.margin(tie, saw.top_noise(width)),
+    return spikes.find(t, w["used_bytes"], width, spikes.margin(tie, saw, width),
                        s.spike_most_s, first)
 
 
