@@ -88,21 +88,21 @@ def find(t: np.ndarray, used: np.ndarray, width_s: float, margin: float,
         if fell is None:
             j += 1
             continue
-        first = j
+        begin = j
         if newest is not None and newest[1] == j - 1:   # straight after one: the same
-            first, before = newest[0], newest[2]         # spike, cut short
+            begin, before = newest[0], newest[2]         # spike, cut short
             out.pop()
         rest = peaks[fell + 2:fell + 2 + SIDE]
         after = float(rest.max() if rest.size else peaks[fell + 1])
         # its highest bucket: one at either end may hold only a part of it, and the
         # highest sample of a bucket is never above the top it saw
         level = max(before, after)
-        height = float(peaks[first:fell + 1].max()) - level
+        height = float(peaks[begin:fell + 1].max()) - level
         if height >= margin:
             # its buckets: those above the level either side (not a climb's run-up
             # that a rise began with, and that the level after has passed)
-            above = np.flatnonzero(peaks[first:fell + 1] >= level + 0.5 * margin)
-            lo, hi = first + int(above[0]), first + int(above[-1])
+            above = np.flatnonzero(peaks[begin:fell + 1] >= level + 0.5 * margin)
+            lo, hi = begin + int(above[0]), begin + int(above[-1])
             clear[lo:hi + 1] = False
             out.append(Spike(float(t[starts[lo]]), float(t[ends[hi]]), height))
             newest = (lo, fell, before)
