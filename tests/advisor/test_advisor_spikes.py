@@ -1,9 +1,10 @@
 """Spikes of the peak envelope (``gpuwatch/advisor/spikes.py``): memory up at once and
 back within minutes, an evaluation's buffers. Found on any envelope, flat or climbing,
-under any sawtooth, with about their height; a climb, a step that holds and a
-checkpoint's dip are none. Buckets and margin as the rule sets them: a training step and
-a half (10 s at least) and ``spikes.margin``: above the ties and the sampled tops'
-scatter."""
+under any sawtooth, with about their height; a climb, a step that holds, a checkpoint's
+dip and a short step beating against the sampler are none. Buckets and margin as the
+rule sets them: a training step and a half (10 s at least) and ``spikes.margin``, above
+the ties, the sampled tops' scatter and that beat. And the advisor on whole runs: a
+climb whose card a later evaluation fills is warned in time."""
 
 from __future__ import annotations
 
