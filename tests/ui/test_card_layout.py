@@ -21,9 +21,24 @@ from tests.ui.conftest import feed, sample_at
 TEXT_TYPES = (SeverityBadge, QLabel)       # the text widgets; the rest are painted parts
 
 
-def _settle(qtbot) -> None:
+def _settle(qtbot, root: QWidget | None = None) -> None:
+    """Let posted layout requests run. With ``root``: until the geometry of every widget
+    under it holds for two passes in a row (a fixed wait left a card mid-relayout, 262
+    px wide of 256, on a loaded machine)."""
     qtbot.wait(30)
     QApplication.processEvents()
+    if root is None:
+        return
+    last: list[QRect] = []
+
+    def held() -> bool:
+        nonlocal last
+        QApplication.processEvents()
+        now = [w.geometry() for w in root.findChildren(QWidget)]
+        same, last = now == last, now
+        return same
+
+    qtbot.waitUntil(held, timeout=5000)
 
 
 def _in_card(card: QWidget, child: QWidget) -> QRect:
@@ -63,7 +78,7 @@ def test_eight_cards_at_1024_wide_keep_every_text_inside(themed, scenario, qtbot
         view.update_snapshot(snap, "iec", Thresholds(), {})
     view.set_hint_levels({3: Severity.CRITICAL, 5: Severity.WARNING},   # badges take room
                          reasons={3: "OOM in ~2 min", 5: "OOM 07:02 · pid 71310"})
-    _settle(qtbot)
+    _settle(qtbot, view)
     cards = view.cards
     assert len(cards) == 8
     assert view.horizontalScrollBar().maximum() == 0          # nothing runs off the side
@@ -103,7 +118,7 @@ def test_a_single_gpu_card_takes_the_whole_width(make_window, scenario, qtbot) -
     window.resize(1280, 800)
     window.show()
     feed(window, scenario("oom-ramp"), [60])
-    _settle(qtbot)
+    _settle(qtbot, window.cards)
     card = window.cards.cards[0]
     assert card.width() >= window.cards.viewport().width() - 24
 
