@@ -34,10 +34,10 @@ from gpuwatch.advisor.climb import (
     sawtooth,
     settling,
     staircase,
-    step_period,
 )
 from gpuwatch.advisor.context import RuleContext
 from gpuwatch.advisor.holds import ClimbOf, Holds
+from gpuwatch.advisor.rules.oom_spikes import gpu_spikes
 from gpuwatch.advisor.settings import AdvisorSettings
 from gpuwatch.core.ring import Ring
 from gpuwatch.core.snapshot import GpuSample, ProcessSample
@@ -84,10 +84,10 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     for slow ones, and wider buckets under a large sawtooth."""
     s = ctx.settings
     total = gpu.memory.total_bytes or 0
-    tie = _tie(gpu, s)
+    tie = peak_tie(gpu, s)
     if tie > 0 and ctx.gpu_flat(gpu.index, s.trend_window_s):
         return None            # flat: the newest samples cannot top the earlier peaks
-    known = gpu_spikes(ctx, gpu)
+    known = gpu_spikes(ctx, gpu, tie)
     w = ctx.gpu_window(gpu.index, s.trend_window_s)
     t = w["timestamp_s"]
     used = spikes.without(t, w["used_bytes"], known)
@@ -138,80 +138,6 @@ def _climb(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb | None:
     return None
 
 
-def gpu_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
-    """The spikes of the GPU's envelope over the last ``spike_memory_s``, oldest first.
-    They are looked for once a trend bucket (``_new_spikes``); one seen again (the
-    buckets move with each sample) is merged with what was known of it."""
-    s = ctx.settings
-    key = ("spikes", gpu.index)
-    looked, known = ctx.memo.get(key, (-math.inf, []))
-    if ctx.now_s - looked >= s.trend_bucket_s:
-        looked = ctx.now_s
-        known = [k for k in known if k.end_s >= ctx.now_s - s.spike_memory_s]
-        for new in _new_spikes(ctx, gpu):
-            same = [k for k in known if k.start_s <= new.end_s and new.start_s <= k.end_s]
-            known = [k for k in known if k not in same]
-            known.append(replace(new, start_s=min([new.start_s] + [k.start_s for k in same]),
-                                 end_s=max([new.end_s] + [k.end_s for k in same])))
-        known.sort(key=lambda k: k.start_s)
-        ctx.memo[key] = (looked, known)
-    return known
-
-
-def _new_spikes(ctx: RuleContext, gpu: GpuSample) -> list[spikes.Spike]:
-    """``spikes.find`` over a window that holds the longest spike (``spike_most_s``) and
-    four buckets either side, on buckets of 1½ of the slowest process's step. None on a
-    GPU that is flat, or too young to know its steps (a slow sawtooth's tops, on buckets
-    narrower than its step, rise and fall back like spikes)."""
-    s = ctx.settings
-    tie = _tie(gpu, s)
-    if tie <= 0 or ctx.gpu_flat(gpu.index, s.spike_most_s):
-        return []
-    w = ctx.gpu_window(gpu.index, s.spike_most_s)
-    t, used = w["timestamp_s"], w["used_bytes"]
-    if t.size < 3 or t[0] > ctx.now_s - s.spike_most_s + s.trend_bucket_s:
-        return []
-    keep = ~np.isnan(used)
-    saw = sawtooth(t[keep], used[keep], tie)
-    width = max(s.trend_bucket_s, 1.5 * saw.period_s,
-                1.5 * _slowest_step(ctx, gpu, s.spike_most_s, tie))
-    span = s.spike_most_s + 2 * (spikes.SIDE + 1) * width
-    w = ctx.gpu_window(gpu.index, span)
-    t = w["timestamp_s"]
-    first = bool(t.size) and t[0] > ctx.now_s - span + width     # all there is
-    return spikes.find(t, w["used_bytes"], width, spikes.margin(tie, saw, width),
-                       s.spike_most_s, first)
-
-
-def _slowest_step(ctx: RuleContext, gpu: GpuSample, window_s: float, tie: float) -> float:
-    """The longest training step of the GPU's processes over ``window_s`` (0: none seen):
-    the sawtooth the GPU's samples show is mostly its fastest process's."""
-    longest = 0.0
-    for p in gpu.processes:
-        w = ctx.process_window(gpu.index, p.pid, window_s)
-        used = w["used_bytes"]
-        if used.size >= 4:
-            keep = ~np.isnan(used)
-            longest = max(longest, step_period(w["timestamp_s"][keep], used[keep], tie))
-    return longest
-
-
-def spike_allowance(ctx: RuleContext, gpu: GpuSample,
-                    climb: Climb) -> tuple[spikes.Spike | None, float]:
-    """The tallest spike of late (``gpu_spikes``), and how much of it to count on top of
-    the climb's level: its height, less what of it the level may hold already (a spike
-    under way: the newest peak above the envelope before, carried on at the climb's
-    rate)."""
-    tall = spikes.tallest(gpu_spikes(ctx, gpu))
-    if tall is None:
-        return None, 0.0
-    s = ctx.settings
-    w = ctx.gpu_window(gpu.index, s.spike_most_s + 4 * climb.bucket_s)
-    now = spikes.under_way(w["timestamp_s"], w["used_bytes"], climb.rate, climb.bucket_s,
-                           s.spike_most_s)
-    return tall, max(0.0, tall.height - now)
-
-
 def _scales(ctx: RuleContext, saw: Sawtooth,
             tie: float) -> tuple[tuple[float, float], ...]:
     """The (bucket, window) pairs a climb is judged on: a training step (≥ 10 s) over 5
@@ -228,7 +154,7 @@ def _scales(ctx: RuleContext, saw: Sawtooth,
     return tuple(scales)
 
 
-def _tie(gpu: GpuSample, s: AdvisorSettings) -> float:
+def peak_tie(gpu: GpuSample, s: AdvisorSettings) -> float:
     """Peaks closer than this are a tie: a share of the card."""
     return s.trend_tie_fraction * (gpu.memory.total_bytes or 0)
 
@@ -277,7 +203,7 @@ def _stairs(ctx: RuleContext, gpu: GpuSample) -> dict[int, Stairs]:
                 flat_since is None or flat_since[i] > old[0]):
             stale.append((old[0], p.pid))
     stale.sort()
-    tie = _tie(gpu, s)
+    tie = peak_tie(gpu, s)
     fresh = {p.pid: known[p.pid] for p in gpu.processes if p.pid in known}
     for _, pid in stale[:max(2, len(gpu.processes) // 4)]:
         w = ctx.process_window(gpu.index, pid, s.stairs_window_s)
@@ -323,7 +249,7 @@ def _carried(ctx: RuleContext, gpu: GpuSample, climb: Climb, window_s: float,
     the processes to judge (all of the GPU's), each then also held to ``Holds.stopped``;
     ``known``: the GPU's spikes, left out of each process's envelope too."""
     s = ctx.settings
-    tie = _tie(gpu, s)
+    tie = peak_tie(gpu, s)
     before = _under_way(ctx, tie, climb.bucket_s, active)
     warming = _warming_now(ctx, gpu.index)
     rates, own = 0.0, []
@@ -432,7 +358,7 @@ def _warming_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     recent = float(used[t >= t[-1] - climb.bucket_s].max())
     if recent - arrival <= s.warmup_pace_ratio * climb.rate * max(age, climb.bucket_s):
         return True
-    return not over and settling(t, used, _tie(gpu, s), climb.bucket_s)
+    return not over and settling(t, used, peak_tie(gpu, s), climb.bucket_s)
 
 
 def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
@@ -451,7 +377,7 @@ def _outgrew_warm_up(ctx: RuleContext, gpu: GpuSample, pid: int, climb: Climb,
     s = ctx.settings
     w = ctx.process_window(gpu.index, pid, ctx.now_s - end + climb.bucket_s)
     t, used = w["timestamp_s"], w["used_bytes"]
-    tie = _tie(gpu, s)
+    tie = peak_tie(gpu, s)
     persist = _persist(ctx, False, climb.bucket_s)
     recent = _recent_s(s, climb.bucket_s)
 
@@ -481,7 +407,7 @@ def _led_by_a_process(ctx: RuleContext, gpu: GpuSample, active: bool) -> Climb |
     memo = ctx.memo.get(key)
     if memo is not None and ctx.now_s - memo[0] < LED_EVERY_S and memo[2] == active:
         return memo[1]
-    tie = _tie(gpu, s)
+    tie = peak_tie(gpu, s)
     # the cheap test first: a process whose newest minute holds its peak of the window
     # (while the hint is open, every process: an evaluation's spike may top that minute)
     # A process whose memory has not changed over the window makes no new highs at

@@ -29,7 +29,8 @@ from gpuwatch.advisor.context import (
     format_growth,
     steadily,
 )
-from gpuwatch.advisor.rules.oom_climb import gpu_climb, spike_allowance
+from gpuwatch.advisor.rules.oom_climb import gpu_climb, peak_tie
+from gpuwatch.advisor.rules.oom_spikes import spike_allowance
 from gpuwatch.core.hints import HintAction, Severity
 from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.core.units import format_bytes, format_duration
@@ -90,7 +91,8 @@ def oom_risk(ctx: RuleContext) -> list[Finding]:
 
         climb = gpu_climb(ctx, gpu, active)
         # a spike seen lately (an evaluation's buffers) may come back on top of the climb
-        spike, allowance = (None, 0.0) if climb is None else spike_allowance(ctx, gpu, climb)
+        spike, allowance = ((None, 0.0) if climb is None else
+                            spike_allowance(ctx, gpu, climb, peak_tie(gpu, s)))
         ttf = None if climb is None else climb.time_to(limit - allowance)
         horizon = s.horizon_s * (1.5 if active else 1.0)
         if climb is not None:          # a climb that has gone on for longer is warned sooner
